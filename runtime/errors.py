@@ -1,0 +1,18 @@
+"""Exceptions the project raises for bad input.
+
+Every error names what is wrong and where (file, node, key or argument), so that a user can fix
+the input; callers such as the command line print the message as one line.
+"""
+
+
+class SavedModelError(Exception):
+    """Base class of every error savedmodel raises on purpose."""
+
+
+class TensorProtoError(SavedModelError, ValueError):
+    """A TensorProto whose contents do not fit its dtype and shape, or a value that has no
+    TensorProto form."""
+
+
+class FileFormatError(SavedModelError, ValueError):
+    """A file that is missing, truncated or not in the format its name promises."""

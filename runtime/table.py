@@ -1,0 +1,101 @@
+"""Reader for the LevelDB-format sorted table that a checkpoint's `.index` file is.
+
+Layout: data blocks, a metaindex block, an index block whose values are handles of the data
+blocks, and a 48-byte footer (two block handles, padding, an 8-byte magic number). Each block is
+followed by a 5-byte trailer: a compression byte and the masked CRC32C of block plus that byte.
+Every offset and size is checked against the file before it is used.
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from savedmodel.runtime.checksums import crc32c, unmask
+from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.varint import read_varint
+
+TABLE_MAGIC = 0xDB4775248B80FB57
+FOOTER_SIZE = 48
+BLOCK_TRAILER_SIZE = 5
+NO_COMPRESSION = 0
+
+
+def read_table(path: str | Path) -> list[tuple[bytes, bytes]]:
+    """All (key, value) records of the table at `path`, in key order."""
+    data = _read_file(Path(path))
+    where = str(path)
+    index = _read_block(data, _footer_index_handle(data, where), where, "index block")
+    records = []
+    for _, handle_bytes in index:
+        handle, _ = _read_handle(handle_bytes, 0, f"{where}: index entry")
+        records.extend(_read_block(data, handle, where, f"data block at offset {handle[0]}"))
+    return records
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: no such file") from None
+    except OSError as err:
+        raise FileFormatError(f"{path}: cannot read ({err.strerror})") from None
+
+
+def _footer_index_handle(data: bytes, where: str) -> tuple[int, int]:
+    if len(data) < FOOTER_SIZE:
+        raise FileFormatError(f"{where}: {len(data)} bytes is too short for a table footer "
+                              f"({FOOTER_SIZE} bytes); the file is truncated or not a table")
+    footer = data[-FOOTER_SIZE:]
+    (magic,) = struct.unpack_from("<Q", footer, FOOTER_SIZE - 8)
+    if magic != TABLE_MAGIC:
+        raise FileFormatError(f"{where}: bad table magic number {magic:#x}; not a checkpoint "
+                              "index, or truncated")
+    _, pos = _read_handle(footer, 0, f"{where}: footer")
+    index_handle, _ = _read_handle(footer, pos, f"{where}: footer")
+    return index_handle
+
+
+def _read_handle(data: bytes, pos: int, where: str) -> tuple[tuple[int, int], int]:
+    offset, pos = read_varint(data, pos, where)
+    size, pos = read_varint(data, pos, where)
+    return (offset, size), pos
+
+
+def _read_block(data: bytes, handle: tuple[int, int], where: str, what: str) -> list[tuple[bytes, bytes]]:
+    offset, size = handle
+    end = offset + size + BLOCK_TRAILER_SIZE
+    if end > len(data) - FOOTER_SIZE:
+        raise FileFormatError(f"{where}: {what} (offset {offset}, size {size}) extends past the "
+                              f"end of the {len(data)}-byte file")
+    block = data[offset:offset + size]
+    kind = data[offset + size]
+    (stored,) = struct.unpack_from("<I", data, offset + size + 1)
+    if crc32c(data[offset:offset + size + 1]) != unmask(stored):
+        raise FileFormatError(f"{where}: checksum mismatch in {what}; the file is corrupt")
+    if kind != NO_COMPRESSION:
+        raise FileFormatError(f"{where}: {what} uses compression type {kind}; only uncompressed "
+                              "tables are supported")
+    return _block_records(block, f"{where}: {what}")
+
+
+def _block_records(block: bytes, where: str) -> list[tuple[bytes, bytes]]:
+    if len(block) < 4:
+        raise FileFormatError(f"{where}: block too short for its restart count")
+    (num_restarts,) = struct.unpack_from("<I", block, len(block) - 4)
+    limit = len(block) - 4 - 4 * num_restarts
+    if limit < 0:
+        raise FileFormatError(f"{where}: restart count {num_restarts} does not fit the block")
+    records = []
+    key = b""
+    pos = 0
+    while pos < limit:
+        shared, pos = read_varint(block, pos, where, 32)
+        unshared, pos = read_varint(block, pos, where, 32)
+        value_len, pos = read_varint(block, pos, where, 32)
+        if shared > len(key) or pos + unshared + value_len > limit:
+            raise FileFormatError(f"{where}: corrupt record at offset {pos}")
+        key = key[:shared] + block[pos:pos + unshared]
+        pos += unshared
+        records.append((key, block[pos:pos + value_len]))
+        pos += value_len
+    return records
