@@ -1,0 +1,100 @@
+"""Reading a SavedModel directory's `saved_model.pb` and describing its signatures.
+
+This is the part of loading that needs no execution: the command line's `show` and the
+runtime's loader both start here, so errors about missing or damaged files read the same.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf import text_format
+
+from savedmodel.protos import meta_graph_pb2, saved_model_pb2, types_pb2
+from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.protofiles import read_message
+from savedmodel.runtime.tensor_proto import shape_from_proto
+
+SAVED_MODEL_PB = "saved_model.pb"
+SAVED_MODEL_PBTXT = "saved_model.pbtxt"
+
+
+def read_saved_model(export_dir: str | Path) -> saved_model_pb2.SavedModel:
+    """The SavedModel message of `export_dir` (binary `saved_model.pb`, else `.pbtxt`)."""
+    export_dir = Path(export_dir)
+    if not export_dir.is_dir():
+        raise FileFormatError(f"{export_dir}: not a directory")
+    binary, text = export_dir / SAVED_MODEL_PB, export_dir / SAVED_MODEL_PBTXT
+    if binary.is_file():
+        return read_message(binary, saved_model_pb2.SavedModel)
+    if text.is_file():
+        try:
+            return text_format.Parse(text.read_text(), saved_model_pb2.SavedModel())
+        except (text_format.ParseError, UnicodeDecodeError) as err:
+            raise FileFormatError(f"{text}: not a valid SavedModel text file ({err})") from None
+    raise FileFormatError(f"{export_dir}: no {SAVED_MODEL_PB} or {SAVED_MODEL_PBTXT}; "
+                          "not a SavedModel directory")
+
+
+def _enum_label(enum: int) -> str:
+    try:
+        return types_pb2.DataType.Name(enum)
+    except ValueError:
+        return f"DataType({enum})"
+
+
+def tag_set(meta_graph: meta_graph_pb2.MetaGraphDef) -> frozenset[str]:
+    return frozenset(meta_graph.meta_info_def.tags)
+
+
+def find_meta_graph(model: saved_model_pb2.SavedModel, tags: set[str] | frozenset[str],
+                    where: str) -> meta_graph_pb2.MetaGraphDef:
+    """The MetaGraphDef whose tag-set is exactly `tags`."""
+    for meta_graph in model.meta_graphs:
+        if tag_set(meta_graph) == frozenset(tags):
+            return meta_graph
+    known = "; ".join(format_tags(tag_set(m)) for m in model.meta_graphs) or "none"
+    raise FileFormatError(f"{where}: no MetaGraphDef with tag-set '{format_tags(tags)}' "
+                          f"(tag-sets present: {known})")
+
+
+def format_tags(tags) -> str:
+    return ",".join(sorted(tags))
+
+
+@dataclass(frozen=True)
+class TensorSpecInfo:
+    """One input or output of a signature as the SignatureDef declares it."""
+
+    key: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+    tensor_name: str
+    encoding: str = "name"
+
+    @classmethod
+    def from_proto(cls, key: str, info: meta_graph_pb2.TensorInfo) -> TensorSpecInfo:
+        encoding = info.WhichOneof("encoding") or "name"
+        if encoding == "coo_sparse":
+            name = info.coo_sparse.values_tensor_name
+        elif encoding == "composite_tensor":
+            name = "(composite)"
+        else:
+            name = info.name
+        return cls(key, _enum_label(info.dtype), shape_from_proto(info.tensor_shape), name, encoding)
+
+
+@dataclass(frozen=True)
+class SignatureInfo:
+    name: str
+    method_name: str
+    inputs: tuple[TensorSpecInfo, ...]
+    outputs: tuple[TensorSpecInfo, ...]
+
+
+def signatures(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[SignatureInfo]:
+    """The SignatureDefs of a MetaGraphDef, sorted by key, inputs and outputs sorted by key."""
+    return [SignatureInfo(key, sig.method_name,
+                          tuple(TensorSpecInfo.from_proto(k, sig.inputs[k]) for k in sorted(sig.inputs)),
+                          tuple(TensorSpecInfo.from_proto(k, sig.outputs[k]) for k in sorted(sig.outputs)))
+            for key, sig in sorted(meta_graph.signature_def.items())]

@@ -1,0 +1,44 @@
+"""Shared fixtures: the committed reference corpus and TensorFlow as an optional oracle.
+
+Tests that compare against live TensorFlow take the `tf` fixture. Without TensorFlow installed
+they are skipped, unless SAVEDMODEL_REQUIRE_TF=1 (set by .ci/run), which turns the skip into a
+failure so CI cannot pass without having run them.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+REFERENCE = DATA / "reference"
+SAVEDMODELS = sorted(p for p in (REFERENCE / "savedmodels").iterdir() if p.is_dir())
+GRAPHS = sorted((REFERENCE / "graphs").glob("*.pbtxt"))
+CHECKPOINTS = REFERENCE / "checkpoints"
+CHECKPOINT_PREFIXES = [CHECKPOINTS / "single" / "ckpt", CHECKPOINTS / "sharded" / "ckpt",
+                       CHECKPOINTS / "managed" / "ckpt-3", CHECKPOINTS / "managed" / "ckpt-4"]
+REQUIRE_TF = os.environ.get("SAVEDMODEL_REQUIRE_TF") == "1"
+
+
+def _import_tensorflow():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        return importlib.import_module("tensorflow")
+    except ImportError as err:
+        if REQUIRE_TF:
+            pytest.fail(f"SAVEDMODEL_REQUIRE_TF=1 but TensorFlow cannot be imported: {err}")
+        pytest.skip("TensorFlow is not installed (live round-trip test)")
+
+
+@pytest.fixture(scope="session")
+def tf():
+    """The TensorFlow module, for live comparisons against the reference implementation."""
+    return _import_tensorflow()
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tf" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.tensorflow)

@@ -1,0 +1,130 @@
+"""Reading TensorFlow-written checkpoints: values equal TensorFlow's, damage is a clear error."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import CHECKPOINTS, CHECKPOINT_PREFIXES, SAVEDMODELS
+from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader
+
+EXPECTED = dict(np.load(CHECKPOINTS / "expected.npz"))
+EXPECTED_STRINGS = json.loads((CHECKPOINTS / "expected_strings.json").read_text())
+EXPECTED_SHAPES = json.loads((CHECKPOINTS / "expected_keys.json").read_text())
+SINGLE = CHECKPOINTS / "single" / "ckpt"
+
+
+def _expected(key: str) -> np.ndarray:
+    if key in EXPECTED_STRINGS:
+        return np.array([s.encode("utf-8") for s in EXPECTED_STRINGS[key]], dtype=object)
+    return EXPECTED[key.replace("/", "|")]
+
+
+def test_single_shard_values_equal_tensorflows():
+    reader = BundleReader(SINGLE)
+    assert sorted(reader.keys()) == sorted(EXPECTED_SHAPES)
+    for key in reader.keys():
+        if key == OBJECT_GRAPH_KEY:
+            continue
+        value, expected = reader.read(key), _expected(key)
+        assert value.dtype == expected.dtype and value.shape == tuple(EXPECTED_SHAPES[key]), key
+        np.testing.assert_array_equal(value, expected, err_msg=key)
+
+
+def test_sharded_unsliced_values_equal_tensorflows():
+    reader = BundleReader(CHECKPOINTS / "sharded" / "ckpt")
+    assert reader.header.num_shards == 4
+    for key in reader.keys():
+        if key != OBJECT_GRAPH_KEY and not reader.entry(key).slices:
+            np.testing.assert_array_equal(reader.read(key), _expected(key), err_msg=key)
+
+
+@pytest.mark.parametrize("prefix", CHECKPOINT_PREFIXES + [m / "variables" / "variables" for m in SAVEDMODELS],
+                         ids=lambda p: "/".join(p.parts[-3:]))
+def test_every_unsliced_tensor_equals_tensorflows_reading(tf, prefix):
+    reader = BundleReader(prefix)
+    theirs = tf.train.load_checkpoint(str(prefix))
+    assert set(reader.keys()) == set(theirs.get_variable_to_shape_map())
+    for key in reader.keys():
+        if reader.entry(key).slices:
+            continue
+        expected = theirs.get_tensor(key)
+        value = reader.read(key)
+        assert value.shape == np.shape(expected), key
+        if value.dtype == object:
+            assert value.ravel().tolist() == np.asarray(expected, dtype=object).ravel().tolist(), key
+        else:
+            assert value.dtype == expected.dtype, key
+            np.testing.assert_array_equal(value, expected, err_msg=key)
+
+
+@pytest.fixture
+def copy_of_single(tmp_path):
+    for path in SINGLE.parent.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    return tmp_path / "ckpt"
+
+
+def _flip_byte(path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def _shard(prefix):
+    return prefix.parent / "ckpt.data-00000-of-00001"
+
+
+def _data_offset(key: str) -> int:
+    entry = BundleReader(SINGLE).entry(key)
+    return entry.offset + entry.size // 2
+
+
+def test_corrupt_index_block_names_the_file(copy_of_single):
+    index = copy_of_single.parent / "ckpt.index"
+    _flip_byte(index, 10)
+    with pytest.raises(FileFormatError, match=r"ckpt\.index: checksum mismatch in data block"):
+        BundleReader(copy_of_single)
+
+
+@pytest.mark.parametrize("key", ["model/inner/kernel/.ATTRIBUTES/VARIABLE_VALUE",
+                                 "model/words/.ATTRIBUTES/VARIABLE_VALUE"])
+def test_corrupt_tensor_names_file_and_key(copy_of_single, key):
+    _flip_byte(_shard(copy_of_single), _data_offset(key))
+    reader = BundleReader(copy_of_single)
+    with pytest.raises(FileFormatError, match=f"{key}.*checksum mismatch"):
+        reader.read(key)
+
+
+def test_truncated_shard_is_an_error_before_reading(copy_of_single):
+    shard = _shard(copy_of_single)
+    shard.write_bytes(shard.read_bytes()[:100])
+    with pytest.raises(FileFormatError, match=r"big/.*outside the 100-byte shard"):
+        BundleReader(copy_of_single).read("model/big/.ATTRIBUTES/VARIABLE_VALUE")
+
+
+def test_missing_shard_is_named(copy_of_single):
+    _shard(copy_of_single).unlink()
+    with pytest.raises(FileFormatError, match=r"data shard .*ckpt\.data-00000-of-00001 is missing"):
+        BundleReader(copy_of_single).read("model/step/.ATTRIBUTES/VARIABLE_VALUE")
+
+
+@pytest.mark.parametrize("size", [0, 20, 47])
+def test_truncated_index_is_an_error(copy_of_single, size):
+    index = copy_of_single.parent / "ckpt.index"
+    index.write_bytes(index.read_bytes()[:size])
+    with pytest.raises(FileFormatError, match=r"ckpt\.index: .*(too short|magic)"):
+        BundleReader(copy_of_single)
+
+
+def test_missing_index_is_named(tmp_path):
+    with pytest.raises(FileFormatError, match=r"nothing\.index: no such file"):
+        BundleReader(tmp_path / "nothing")
+
+
+def test_unknown_key_is_named():
+    with pytest.raises(KeyError, match="no tensor named 'model/absent'"):
+        BundleReader(SINGLE).read("model/absent")
