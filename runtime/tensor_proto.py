@@ -16,7 +16,7 @@ import numpy as np
 from savedmodel.protos import tensor_pb2, tensor_shape_pb2, types_pb2
 from savedmodel.runtime import dtypes
 from savedmodel.runtime.dtypes import DType
-from savedmodel.runtime.errors import TensorProtoError
+from savedmodel.runtime.errors import FileFormatError, TensorProtoError
 from savedmodel.runtime.varint import read_varint
 
 Shape = tuple[int, ...]
@@ -29,6 +29,9 @@ _PACKED_TYPES = frozenset({
 """Types TensorFlow writes into `tensor_content` when a tensor has more than one element.
 
 bool, uint16, complex and string tensors always use their typed field."""
+
+MAX_ELEMENTS = 2**62
+"""No array can hold this many elements; a shape that claims as many is corrupt."""
 
 _HALF_TYPES = frozenset({types_pb2.DT_HALF, types_pb2.DT_BFLOAT16})
 _COMPLEX_TYPES = frozenset({types_pb2.DT_COMPLEX64, types_pb2.DT_COMPLEX128})
@@ -69,22 +72,36 @@ def to_numpy(proto: tensor_pb2.TensorProto, where: str = "") -> np.ndarray:
     return flat.reshape(shape)
 
 
-def from_numpy(value, dtype: DType | str | None = None) -> tensor_pb2.TensorProto:
-    """A TensorProto holding `value` (array-like), encoded as TensorFlow encodes it.
+def from_numpy(value, dtype: DType | str | None = None,
+               shape: Sequence[int] | None = None) -> tensor_pb2.TensorProto:
+    """A TensorProto holding `value` (array-like), encoded as TensorFlow's `make_tensor_proto`
+    encodes the same arguments.
 
     `dtype` converts the value first; without it the dtype follows the array (numpy strings,
-    bytes and Python str become `string`, str encoded as UTF-8).
+    bytes and Python str become `string`, str encoded as UTF-8). `shape` may hold more elements
+    than `value`: then only the given values are stored and a reader repeats the last one, the
+    compact form TensorFlow writes for constants such as `ones([10])`.
     """
     row = None if dtype is None else dtypes.as_dtype(dtype)
     array = _as_array(value, row)
     row = row or dtypes.from_numpy(array.dtype)
+    stored_shape = array.shape if shape is None else _checked_shape(shape, array.size)
     proto = tensor_pb2.TensorProto(dtype=row.enum)
-    proto.tensor_shape.CopyFrom(shape_to_proto(array.shape))
-    if row.enum in _PACKED_TYPES and array.size > 1:
+    proto.tensor_shape.CopyFrom(shape_to_proto(stored_shape))
+    if row.enum in _PACKED_TYPES and array.size > 1 and array.size == math.prod(stored_shape):
         proto.tensor_content = _little_endian(array).tobytes()
     else:
         _fill_field(proto, row, array.ravel())
     return proto
+
+
+def _checked_shape(shape: Sequence[int], size: int) -> Shape:
+    dims = tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise TensorProtoError(f"shape {list(dims)} has a negative dimension")
+    if size > math.prod(dims):
+        raise TensorProtoError(f"{size} values do not fit shape {list(dims)}")
+    return dims
 
 
 def _as_array(value, row: DType | None) -> np.ndarray:
@@ -143,6 +160,9 @@ def _defined_shape(proto: tensor_shape_pb2.TensorShapeProto, prefix: str) -> Sha
     sizes = tuple(d.size for d in proto.dim)
     if any(size < 0 for size in sizes):
         raise TensorProtoError(f"{prefix}tensor value has a negative dimension in shape {list(sizes)}")
+    if math.prod(sizes) >= MAX_ELEMENTS:
+        raise TensorProtoError(f"{prefix}tensor shape {list(sizes)} holds more elements than an "
+                               "array can")
     return sizes
 
 
@@ -190,7 +210,9 @@ def _decode_values(values, row: DType, prefix: str) -> np.ndarray:
         return bits.astype(np.uint16).view(row.numpy)
     if row.enum in _COMPLEX_TYPES:
         parts = np.array(values, dtype=row.numpy.type(0).real.dtype)
-        return (parts[0::2] + 1j * parts[1::2]).astype(row.numpy)
+        flat = np.empty(len(parts) // 2, dtype=row.numpy)
+        flat.real, flat.imag = parts[0::2], parts[1::2]
+        return flat
     if row.field == "int_val":
         return np.array(values, dtype=np.int64).astype(row.numpy)
     return np.array(values, dtype=row.numpy)
@@ -201,7 +223,10 @@ def _decode_string_list(content: bytes, count: int, prefix: str) -> np.ndarray:
     lengths = []
     pos = 0
     for _ in range(count):
-        length, pos = read_varint(content, pos, f"{prefix}string tensor_content")
+        try:
+            length, pos = read_varint(content, pos, f"{prefix}string tensor_content")
+        except FileFormatError as err:
+            raise TensorProtoError(str(err)) from None
         lengths.append(length)
     if sum(lengths) != len(content) - pos:
         raise TensorProtoError(f"{prefix}string tensor_content claims {sum(lengths)} bytes of "
