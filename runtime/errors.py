@@ -16,3 +16,7 @@ class TensorProtoError(SavedModelError, ValueError):
 
 class FileFormatError(SavedModelError, ValueError):
     """A file that is missing, truncated or not in the format its name promises."""
+
+
+class KernelError(SavedModelError, ValueError):
+    """A kernel rejected its inputs (TensorFlow's InvalidArgument at run time)."""

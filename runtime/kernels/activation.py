@@ -1,0 +1,1 @@
+"""Kernels: activation (being written)."""

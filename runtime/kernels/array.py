@@ -1,0 +1,1 @@
+"""Kernels: array (being written)."""

@@ -1,0 +1,1 @@
+"""Kernels: checkpoint_ops (being written)."""

@@ -1,0 +1,1 @@
+"""Kernels: control_flow (being written)."""

@@ -1,0 +1,1 @@
+"""Kernels: gather (being written)."""

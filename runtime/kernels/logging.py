@@ -1,0 +1,1 @@
+"""Kernels: logging (being written)."""

@@ -1,0 +1,1 @@
+"""Kernels: math (being written)."""

@@ -1,0 +1,1 @@
+"""Kernels: nn (being written)."""

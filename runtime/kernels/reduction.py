@@ -1,0 +1,1 @@
+"""Kernels: reduction (being written)."""

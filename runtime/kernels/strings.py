@@ -1,0 +1,1 @@
+"""Kernels: strings (being written)."""

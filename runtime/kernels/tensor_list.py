@@ -1,0 +1,1 @@
+"""Kernels: tensor_list (being written)."""

@@ -1,0 +1,27 @@
+"""Small helpers shared by kernel modules."""
+from __future__ import annotations
+
+import numpy as np
+
+from savedmodel.runtime.errors import KernelError
+
+
+def check(condition: bool, message: str) -> None:
+    """Raise KernelError(message) unless `condition`: TensorFlow's InvalidArgument."""
+    if not condition:
+        raise KernelError(message)
+
+
+def scalar_int(value, what: str) -> int:
+    """An int from a 0-d (or 1-element) integer tensor, as ops take axes and counts."""
+    array = np.asarray(value)
+    check(array.size == 1 and array.dtype.kind in "iu", f"{what} must be an integer scalar, got "
+          f"shape {array.shape} of {array.dtype}")
+    return int(array.reshape(()))
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """A non-negative axis; negative axes count from the end, as in TensorFlow."""
+    check(-rank <= axis < rank or (rank == 0 and axis in (0, -1)),
+          f"{what} {axis} is out of range for a tensor of rank {rank}")
+    return axis + rank if axis < 0 else axis

@@ -1,0 +1,1 @@
+"""Kernels: variables (being written)."""

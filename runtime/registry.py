@@ -1,0 +1,84 @@
+"""The one registry of kernels: op type name -> the function that computes it.
+
+Kernels take their inputs positionally (numpy arrays, or runtime values such as variable
+handles and tensor lists) and the node's attrs as keyword arguments (decoded by
+`savedmodel.runtime.attrs`), and return a tuple with one value per output tensor. Every kernel
+accepts `**_` so that attrs it does not need (such as an inferred `T`) can be passed uniformly.
+Kernels that call functions or touch state declare `context=True` and receive the execution
+context first. Registration is explicit and rejects duplicates, so an op has exactly one kernel.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from savedmodel.runtime.errors import SavedModelError
+
+
+@dataclass(frozen=True)
+class Kernel:
+    op: str
+    fn: Callable[..., tuple]
+    context: bool
+    stateful: bool
+
+
+class DuplicateKernelError(SavedModelError):
+    """Two kernels registered for one op type."""
+
+
+class UnsupportedOpError(SavedModelError):
+    """A graph uses an op type that has no kernel."""
+
+
+_KERNELS: dict[str, Kernel] = {}
+
+
+def kernel(*ops: str, context: bool = False, stateful: bool = False):
+    """Register the decorated function as the kernel of each op type in `ops`.
+
+    `stateful` marks ops with side effects (variable writes, printing), which a function body
+    runs even when no output needs them."""
+    if not ops:
+        raise ValueError("kernel() needs at least one op type name")
+
+    def register(fn: Callable[..., tuple]) -> Callable[..., tuple]:
+        for op in ops:
+            if op in _KERNELS:
+                raise DuplicateKernelError(f"op {op!r} already has the kernel "
+                                           f"{_KERNELS[op].fn.__module__}.{_KERNELS[op].fn.__name__}")
+            _KERNELS[op] = Kernel(op, fn, context, stateful)
+        return fn
+
+    return register
+
+
+def lookup(op: str, where: str = "") -> Kernel:
+    """The kernel of `op`; an unsupported op is an error naming it, the node and the supported ops."""
+    _load_kernels()
+    found = _KERNELS.get(op)
+    if found is None:
+        at = f" (node {where})" if where else ""
+        raise UnsupportedOpError(f"op {op!r}{at} is not supported by the savedmodel runtime; "
+                                 f"supported ops: {', '.join(supported_ops())}")
+    return found
+
+
+def is_supported(op: str) -> bool:
+    _load_kernels()
+    return op in _KERNELS
+
+
+def supported_ops() -> list[str]:
+    _load_kernels()
+    return sorted(_KERNELS)
+
+
+def all_kernels() -> list[Kernel]:
+    _load_kernels()
+    return [_KERNELS[op] for op in sorted(_KERNELS)]
+
+
+def _load_kernels() -> None:
+    """Import the kernel modules once; importing them registers their kernels."""
+    from savedmodel.runtime import kernels  # noqa: F401  (import for its registrations)
