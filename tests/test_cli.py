@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -12,6 +14,12 @@ from savedmodel.cli import main
 from savedmodel.runtime.saved_model_file import read_saved_model, signatures
 
 SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
+
+
+def _script(name: str) -> str | None:
+    """A console script of this interpreter's environment, else one on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
 
 
 def _run(*args: str):
@@ -68,7 +76,7 @@ def test_damaged_saved_model_is_a_clear_error(tmp_path):
 
 
 def test_show_matches_saved_model_cli(tf):
-    tool = shutil.which("saved_model_cli")
+    tool = _script("saved_model_cli")
     assert tool, "TensorFlow is installed but saved_model_cli is not on PATH"
     for args in (["--tag_set", "serve", "--signature_def", "power"], []):
         theirs = subprocess.run([tool, "show", "--dir", str(SEEDS), *args], capture_output=True,
@@ -77,7 +85,7 @@ def test_show_matches_saved_model_cli(tf):
 
 
 def test_installed_console_script():
-    tool = shutil.which("savedmodel")
+    tool = _script("savedmodel")
     assert tool, "the savedmodel console script is not installed"
     done = subprocess.run([tool, "show", str(SEEDS), "--all"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
