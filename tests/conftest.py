@@ -15,6 +15,8 @@ import pytest
 DATA = Path(__file__).parent / "data"
 REFERENCE = DATA / "reference"
 SAVEDMODELS = sorted(p for p in (REFERENCE / "savedmodels").iterdir() if p.is_dir())
+EXTRA_MODELS = sorted(p for p in (DATA / "models").iterdir() if p.is_dir())
+"""TensorFlow-written SavedModels beyond the reference corpus (tests/data/models/make_models.py)."""
 GRAPHS = sorted((REFERENCE / "graphs").glob("*.pbtxt"))
 CHECKPOINTS = REFERENCE / "checkpoints"
 CHECKPOINT_PREFIXES = [CHECKPOINTS / "single" / "ckpt", CHECKPOINTS / "sharded" / "ckpt",

@@ -1,1 +1,58 @@
-"""Kernels: variables (being written)."""
+"""Resource variable ops. A handle is the `Variable` object itself (runtime.resources)."""
+from __future__ import annotations
+
+import numpy as np
+
+from savedmodel.runtime.kernels.util import check
+from savedmodel.runtime.registry import kernel
+
+
+@kernel("VarHandleOp", context=True, stateful=True)
+def var_handle(ctx, *, container="", shared_name="", dtype, shape, **_):
+    return (ctx.resources.variable(container, shared_name, dtype, shape),)
+
+
+@kernel("ReadVariableOp", stateful=True)
+def read_variable(handle, **_):
+    return (handle.read(),)
+
+
+@kernel("AssignVariableOp", stateful=True)
+def assign_variable(handle, value, **_):
+    handle.assign(value)
+    return ()
+
+
+@kernel("AssignAddVariableOp", stateful=True)
+def assign_add_variable(handle, value, **_):
+    handle.assign(np.add(handle.read(), value, dtype=handle.dtype.numpy))
+    return ()
+
+
+@kernel("AssignSubVariableOp", stateful=True)
+def assign_sub_variable(handle, value, **_):
+    handle.assign(np.subtract(handle.read(), value, dtype=handle.dtype.numpy))
+    return ()
+
+
+@kernel("VarIsInitializedOp", stateful=True)
+def var_is_initialized(handle, **_):
+    return (np.array(handle.value is not None),)
+
+
+@kernel("DisableCopyOnRead", "DestroyResourceOp", stateful=True)
+def no_effect_on_handle(handle, **_):
+    """Copy-on-read only matters to TensorFlow's in-place updates; ours never update in place."""
+    return ()
+
+
+@kernel("ResourceGather", stateful=True)
+def resource_gather(handle, indices, *, batch_dims=0, **_):
+    """Rows of a variable, as embedding lookups read them."""
+    check(batch_dims == 0, "ResourceGather with batch_dims > 0 is not supported")
+    value = handle.read()
+    indices = np.asarray(indices)
+    limit = value.shape[0] if value.ndim else 0
+    check(indices.size == 0 or (indices.min() >= 0 and indices.max() < limit),
+          f"ResourceGather: indices out of range [0, {limit}) for variable {handle.name!r}")
+    return (np.take(value, indices, axis=0),)

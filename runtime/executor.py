@@ -1,0 +1,59 @@
+"""The run loop: walk a Plan, call kernels, free each value after its last use.
+
+Errors from a kernel are re-raised naming the graph or function and the node, so that a
+failure deep in nested function calls reads as a path from the outermost call inward.
+"""
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.plan import Plan
+
+
+class NodeError(SavedModelError):
+    """A kernel failed while running a node."""
+
+
+class Context:
+    """What kernels that call functions or touch state receive: the function library, the
+    resources (variables) of the loaded model, and the stream that print ops write to."""
+
+    def __init__(self, library, resources, stderr: TextIO | None = None):
+        self.library = library
+        self.resources = resources
+        self.stderr = stderr or sys.stderr
+
+    def call(self, function: str, inputs) -> tuple:
+        return self.library.call(function, tuple(inputs), self)
+
+
+def run(plan: Plan, feeds, ctx: Context) -> list:
+    """Run a plan with `feeds` (one value per plan feed, in order); return the fetched values."""
+    values: list = [None] * plan.num_slots
+    _place_feeds(plan, feeds, values)
+    for step in plan.steps:
+        args = [values[slot][index] for slot, index in step.inputs]
+        try:
+            out = step.fn(ctx, *args, **step.attrs) if step.context else step.fn(*args, **step.attrs)
+        except SavedModelError as err:
+            raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}") from None
+        except Exception as err:  # a kernel bug or an input numpy rejects: still name the node
+            raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}) failed: "
+                            f"{type(err).__name__}: {err}") from err
+        values[step.slot] = out
+        for slot in step.frees:
+            values[slot] = None
+    return [values[slot][index] for slot, index in plan.fetches]
+
+
+def _place_feeds(plan: Plan, feeds, values: list) -> None:
+    feeds = list(feeds)
+    if len(feeds) != len(plan.feeds):
+        raise SavedModelError(f"{plan.where}: expected {len(plan.feeds)} inputs, got {len(feeds)}")
+    for (slot, index), value in zip(plan.feeds, feeds):
+        current = list(values[slot] or ())
+        current.extend([None] * (index + 1 - len(current)))
+        current[index] = value
+        values[slot] = tuple(current)

@@ -1,0 +1,338 @@
+"""Loading a SavedModel into a runnable Model, without TensorFlow and without the code that
+defined it.
+
+Variables are restored the way TensorFlow 2 restores them: each variable of the object graph
+gets its value from the checkpoint key that the checkpoint's own object graph (same node ids)
+records for it. The top-level graph's `VarHandleOp` nodes that signatures capture are bound to
+those same variables, so signatures and functions share state. Models without an object graph
+(TensorFlow 1 exports) are restored by running the saver's restore op instead.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from savedmodel.protos import meta_graph_pb2, trackable_object_graph_pb2
+from savedmodel.runtime import executor, structure
+from savedmodel.runtime.dtypes import from_enum, from_name
+from savedmodel.runtime.errors import FileFormatError, SavedModelError
+from savedmodel.runtime.executor import Context
+from savedmodel.runtime.feeds import FeedError, to_input
+from savedmodel.runtime.library import FunctionLibrary
+from savedmodel.runtime.plan import GraphError, GraphSpec, Plan, Ref, compile_plan
+from savedmodel.runtime.protofiles import parse_message
+from savedmodel.runtime.resources import ResourceManager, Variable
+from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
+from savedmodel.runtime.structure import TensorSpec
+from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
+from savedmodel.runtime.tensor_proto import shape_from_proto
+
+INIT_OP_SIGNATURE = "__saved_model_init_op"
+VARIABLE_VALUE = "VARIABLE_VALUE"
+
+
+def load(export_dir: str | Path, tags: Iterable[str] = ("serve",)) -> Model:
+    """Load the MetaGraphDef of `export_dir` tagged exactly `tags`."""
+    export_dir = Path(export_dir)
+    meta_graph = find_meta_graph(read_saved_model(export_dir), set(tags), str(export_dir))
+    return Model(export_dir, meta_graph)
+
+
+class Model:
+    """A loaded SavedModel: `signatures`, `functions` (the object graph's methods by dotted
+    path), and `variables` (current values by name)."""
+
+    def __init__(self, export_dir: Path, meta_graph: meta_graph_pb2.MetaGraphDef):
+        self.export_dir = export_dir
+        self._meta_graph = meta_graph
+        op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
+        self._library = FunctionLibrary(meta_graph.graph_def.library, op_defs)
+        self._context = Context(self._library, ResourceManager())
+        self._graph = _graph_spec(meta_graph, op_defs, self._library)
+        self._variables_by_node: dict[int, Variable] = {}
+        self._object_variables = self._restore_variables()
+        self._run_init_op()
+        self.signatures = Signatures({key: Signature(self, key, sig) for key, sig in
+                                      sorted(meta_graph.signature_def.items()) if key != INIT_OP_SIGNATURE})
+        self.functions = self._restored_functions()
+
+    @property
+    def variables(self) -> dict[str, np.ndarray]:
+        """Current value of every variable, by its object-graph path (or its graph name)."""
+        return {name: var.value for name, var in self._object_variables.items()}
+
+    def run_graph(self, feeds: dict[Ref, object], fetches: list[Ref], targets=()) -> list:
+        """Run the top-level graph with session semantics (only what fetches need)."""
+        plan = compile_plan(self._graph, feeds.keys(), fetches, targets)
+        return executor.run(plan, feeds.values(), self._context)
+
+    def _compile(self, feeds: list[Ref], fetches: list[Ref], targets=()) -> Plan:
+        return compile_plan(self._graph, feeds, fetches, targets)
+
+    def _run(self, plan: Plan, values: list) -> list:
+        return executor.run(plan, values, self._context)
+
+    def _restore_variables(self) -> dict[str, Variable]:
+        objects = self._meta_graph.object_graph_def
+        if any(node.HasField("variable") for node in objects.nodes):
+            return self._restore_object_variables()
+        if self._meta_graph.saver_def.restore_op_name:
+            self._restore_with_saver()
+        return {}
+
+    def _variables_prefix(self) -> Path:
+        return self.export_dir / "variables" / "variables"
+
+    def _restore_object_variables(self) -> dict[str, Variable]:
+        prefix = self._variables_prefix()
+        reader = BundleReader(prefix)
+        checkpoint_graph = parse_message(reader.read(OBJECT_GRAPH_KEY)[()],
+                                         trackable_object_graph_pb2.TrackableObjectGraph,
+                                         f"{index_path(prefix)}: {OBJECT_GRAPH_KEY}")
+        nodes = self._meta_graph.object_graph_def.nodes
+        paths = _object_paths(nodes)
+        variables = {}
+        for node_id, node in enumerate(nodes):
+            if not node.HasField("variable"):
+                continue
+            saved = node.variable
+            variable = Variable(saved.name, from_enum(saved.dtype), shape_from_proto(saved.shape))
+            variable.assign(_checkpoint_value(reader, checkpoint_graph, node_id, variable, prefix))
+            self._variables_by_node[node_id] = variable
+            variables[paths.get(node_id, saved.name)] = variable
+        self._bind_captured_handles()
+        return variables
+
+    def _bind_captured_handles(self) -> None:
+        """Point the top-level VarHandleOps that call nodes capture at the restored variables:
+        a call's last inputs are its concrete function's bound inputs, in order."""
+        concrete = self._meta_graph.object_graph_def.concrete_functions
+        for node in self._graph.nodes.values():
+            if node.op not in ("StatefulPartitionedCall", "PartitionedCall"):
+                continue
+            bound = concrete[node.attr["f"].func.name].bound_inputs if node.attr["f"].func.name in concrete else []
+            data = [i for i in node.input if not i.startswith("^")]
+            for text, node_id in zip(data[len(data) - len(bound):], bound):
+                handle = self._graph.nodes.get(text.split(":")[0])
+                variable = self._variables_by_node.get(node_id)
+                if handle is not None and handle.op == "VarHandleOp" and variable is not None:
+                    self._context.resources.bind(handle.attr["container"].s.decode(),
+                                                 handle.attr["shared_name"].s.decode(), variable)
+
+    def _restore_with_saver(self) -> None:
+        saver = self._meta_graph.saver_def
+        if not index_path(self._variables_prefix()).is_file():
+            raise FileFormatError(f"{index_path(self._variables_prefix())}: no such file; the "
+                                  "model's saver needs its variables")
+        prefix = np.array(str(self._variables_prefix()).encode(), dtype=object)
+        self.run_graph({_parse_ref(saver.filename_tensor_name): prefix}, [],
+                       [saver.restore_op_name.split(":")[0]])
+
+    def _run_init_op(self) -> None:
+        init = self._meta_graph.signature_def.get(INIT_OP_SIGNATURE)
+        if init is None:
+            return
+        targets = [info.name.split(":")[0] for info in init.outputs.values()]
+        if any(self._graph.nodes[t].op != "NoOp" for t in targets if t in self._graph.nodes):
+            self.run_graph({}, [], targets)
+
+    def _restored_functions(self) -> dict[str, RestoredFunction]:
+        objects = self._meta_graph.object_graph_def
+        functions = {}
+        for node_id, path in _object_paths(objects.nodes).items():
+            node = objects.nodes[node_id]
+            if node.HasField("function") and node.function.concrete_functions:
+                functions[path] = RestoredFunction(self, path, list(node.function.concrete_functions))
+        return functions
+
+    def _capture(self, node_id: int, where: str):
+        variable = self._variables_by_node.get(node_id)
+        if variable is not None:
+            return variable
+        node = self._meta_graph.object_graph_def.nodes[node_id]
+        if node.HasField("constant"):
+            name = node.constant.operation
+            return self.run_graph({}, [(name, 0)])[0]
+        raise SavedModelError(f"{where}: captures object {node_id} ({node.WhichOneof('kind')}), "
+                              "which the runtime cannot provide")
+
+
+class UnknownSignatureError(SavedModelError, KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Signatures(dict):
+    """Signatures by name; an unknown name is an error listing the available ones."""
+
+    def __missing__(self, key):
+        raise UnknownSignatureError(f"no signature {key!r}; available: {', '.join(self) or 'none'}")
+
+
+class Signature:
+    """One SignatureDef: call with keyword feeds, get a dict of numpy arrays."""
+
+    def __init__(self, model: Model, name: str, signature: meta_graph_pb2.SignatureDef):
+        self.name = name
+        self.method_name = signature.method_name
+        self.inputs = {k: TensorSpecInfo.from_proto(k, signature.inputs[k]) for k in sorted(signature.inputs)}
+        self.outputs = {k: TensorSpecInfo.from_proto(k, signature.outputs[k]) for k in sorted(signature.outputs)}
+        self._model = model
+        self._plan: Plan | None = None
+        for spec in list(self.inputs.values()) + list(self.outputs.values()):
+            if spec.encoding != "name":
+                raise FileFormatError(f"signature {name!r}: {spec.key!r} is a {spec.encoding} "
+                                      "tensor, which the runtime does not support")
+
+    def __call__(self, **feeds) -> dict[str, np.ndarray]:
+        missing = sorted(set(self.inputs) - set(feeds))
+        extra = sorted(set(feeds) - set(self.inputs))
+        if missing or extra:
+            raise FeedError(f"signature {self.name!r} takes inputs {self._input_list()}; "
+                            + "; ".join(filter(None, [f"missing {missing}" if missing else "",
+                                                      f"unexpected {extra}" if extra else ""])))
+        values = [to_input(feeds[k], from_name(s.dtype), s.shape,
+                           f"input {k!r} of signature {self.name!r}") for k, s in self.inputs.items()]
+        if self._plan is None:
+            self._plan = self._model._compile([_parse_ref(s.tensor_name) for s in self.inputs.values()],
+                                              [_parse_ref(s.tensor_name) for s in self.outputs.values()])
+        results = self._model._run(self._plan, values)
+        return {key: np.asarray(value) for key, value in zip(self.outputs, results)}
+
+    def _input_list(self) -> str:
+        return ", ".join(f"{k}: {s.dtype} {s.shape}" for k, s in self.inputs.items())
+
+    def __repr__(self) -> str:
+        return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
+
+
+class RestoredFunction:
+    """A method of the saved object graph: dispatches a call to the first of its concrete
+    functions whose input signature accepts the arguments."""
+
+    def __init__(self, model: Model, path: str, concrete_names: list[str]):
+        self.path = path
+        self._model = model
+        self._concrete = [_ConcreteFunction(model, name) for name in concrete_names]
+
+    def __call__(self, *args, **kwargs):
+        problems = []
+        for concrete in self._concrete:
+            try:
+                flat = concrete.bind(args, kwargs)
+            except FeedError as err:
+                problems.append(str(err))
+                continue
+            return concrete.call(flat)
+        raise FeedError(f"function {self.path!r}: no saved signature accepts these arguments: "
+                        + " | ".join(problems))
+
+    @property
+    def concrete_functions(self) -> list:
+        return list(self._concrete)
+
+
+class _ConcreteFunction:
+    def __init__(self, model: Model, name: str):
+        saved = model._meta_graph.object_graph_def.concrete_functions.get(name)
+        if saved is None:
+            raise FileFormatError(f"the object graph has no concrete function {name!r}")
+        self.name = name
+        self._model = model
+        where = f"concrete function {name!r}"
+        self.args, self.kwargs = _split_signature(structure.decode(saved.canonicalized_input_signature, where))
+        self.output_structure = structure.decode(saved.output_signature, where)
+        self._bound = list(saved.bound_inputs)
+
+    def bind(self, args: tuple, kwargs: dict) -> list:
+        """The flat tensor inputs for a call, or FeedError if the arguments do not fit."""
+        if len(args) > len(self.args):
+            raise FeedError(f"{self.name}: takes {len(self.args)} positional arguments, got {len(args)}")
+        positional = list(args)
+        by_name = dict(kwargs)
+        for spec in self.args[len(args):]:
+            name = spec.name if isinstance(spec, TensorSpec) else None
+            if name not in by_name:
+                raise FeedError(f"{self.name}: missing argument {name or len(positional)!r}")
+            positional.append(by_name.pop(name))
+        for key in self.kwargs:
+            if key not in by_name:
+                raise FeedError(f"{self.name}: missing keyword argument {key!r}")
+        if set(by_name) - set(self.kwargs):
+            raise FeedError(f"{self.name}: unexpected arguments {sorted(set(by_name) - set(self.kwargs))}")
+        flat = []
+        _flatten_args(self.args, tuple(positional), flat, self.name)
+        _flatten_args(self.kwargs, {k: by_name[k] for k in self.kwargs}, flat, self.name)
+        return flat
+
+    def call(self, flat: list):
+        captures = [self._model._capture(node_id, self.name) for node_id in self._bound]
+        outputs = self._model._context.call(self.name, flat + captures)
+        return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs])
+
+
+def _split_signature(decoded) -> tuple[tuple, dict]:
+    if isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[1], dict):
+        return tuple(decoded[0]), decoded[1]
+    raise FileFormatError("canonicalized_input_signature is not an (args, kwargs) pair")
+
+
+def _flatten_args(spec, value, out: list, where: str) -> None:
+    if isinstance(spec, TensorSpec):
+        out.append(to_input(value, spec.dtype, spec.shape, f"{where}: argument {spec.name!r}"))
+    elif isinstance(spec, dict):
+        if not isinstance(value, dict) or set(value) != set(spec):
+            raise FeedError(f"{where}: expected a dict with keys {sorted(spec)}")
+        for key in sorted(spec):
+            _flatten_args(spec[key], value[key], out, where)
+    elif isinstance(spec, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(spec):
+            raise FeedError(f"{where}: expected a sequence of {len(spec)} items")
+        for item_spec, item in zip(spec, value):
+            _flatten_args(item_spec, item, out, where)
+    elif spec != value:
+        raise FeedError(f"{where}: expected the Python value {spec!r}, got {value!r}")
+
+
+def _checkpoint_value(reader: BundleReader, graph, node_id: int, variable: Variable, prefix) -> np.ndarray:
+    where = f"{index_path(prefix)}: variable {variable.name!r} (object {node_id})"
+    if node_id >= len(graph.nodes):
+        raise FileFormatError(f"{where}: the checkpoint's object graph has no node {node_id}")
+    keys = [a.checkpoint_key for a in graph.nodes[node_id].attributes if a.name == VARIABLE_VALUE]
+    if not keys:
+        raise FileFormatError(f"{where}: the checkpoint holds no value for it")
+    value = reader.read(keys[0])
+    if value.dtype != variable.dtype.numpy and not variable.dtype.is_string:
+        raise FileFormatError(f"{where}: checkpoint holds {value.dtype}, the model declares "
+                              f"{variable.dtype.name}")
+    return value
+
+
+def _object_paths(nodes) -> dict[int, str]:
+    """Dotted path of every object reachable from the root (node 0), first path found wins."""
+    paths: dict[int, str] = {}
+    queue = [(0, "")]
+    seen = {0}
+    while queue:
+        node_id, path = queue.pop(0)
+        if path:
+            paths[node_id] = path
+        for child in nodes[node_id].children:
+            if child.node_id not in seen and child.node_id < len(nodes):
+                seen.add(child.node_id)
+                queue.append((child.node_id, f"{path}.{child.local_name}" if path else child.local_name))
+    return paths
+
+
+def _parse_ref(text: str) -> Ref:
+    name, _, index = text.partition(":")
+    if index and not index.isdigit():
+        raise GraphError(f"malformed tensor name {text!r}")
+    return name, int(index or 0)
+
+
+def _graph_spec(meta_graph, op_defs, library: FunctionLibrary) -> GraphSpec:
+    nodes = {node.name: node for node in meta_graph.graph_def.node}
+    return GraphSpec("graph", nodes, _parse_ref, op_defs, library.function_kernel)

@@ -1,0 +1,173 @@
+"""Compiling a graph once into a Plan: the nodes the fetches need, in dependency order, with
+kernels looked up, attrs decoded and each value's last use known.
+
+The same compiler serves a GraphDef's top level (session semantics: only what the fetches and
+targets need runs) and a FunctionDef body (non-strict function semantics: what the outputs and
+control outputs need, plus every stateful node). Inputs that are fed (placeholders, function
+arguments, pre-bound variable handles) stop the walk.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from savedmodel.protos import node_def_pb2, op_def_pb2
+from savedmodel.runtime import registry
+from savedmodel.runtime.attrs import decode_attrs
+from savedmodel.runtime.errors import SavedModelError
+
+Ref = tuple[str, int]
+"""A node output: (node name, flat output index)."""
+
+
+class GraphError(SavedModelError, ValueError):
+    """A graph that cannot be compiled: dangling references, cycles, unfed placeholders."""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    op: str
+    fn: Callable[..., tuple]
+    context: bool
+    attrs: dict
+    slot: int
+    inputs: tuple[tuple[int, int], ...]
+    frees: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    where: str
+    steps: tuple[Step, ...]
+    num_slots: int
+    feeds: tuple[tuple[int, int], ...]
+    """(slot, output index) of each feed, in the order feeds are given."""
+    fetches: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """What to compile: nodes by name, how to resolve an input string, which ops are stateful,
+    which ops call library functions, and op definitions for default attrs."""
+
+    where: str
+    nodes: dict[str, node_def_pb2.NodeDef]
+    resolve: Callable[[str], Ref]
+    op_defs: dict[str, op_def_pb2.OpDef]
+    function_kernel: Callable[[str], registry.Kernel | None]
+
+
+def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
+                 targets: Iterable[str] = (), keep_stateful: bool = False) -> Plan:
+    feeds, fetches, targets = list(feeds), list(fetches), list(targets)
+    fed = {name for name, _ in feeds}
+    roots = [name for name, _ in fetches] + targets
+    if keep_stateful:
+        roots += [name for name, node in spec.nodes.items() if _is_stateful(spec, node)]
+    order = _ordered(spec, _needed(spec, roots, fed), fed)
+    slots = {name: i for i, name in enumerate(list(dict.fromkeys([n for n, _ in feeds])) + order)}
+    last_use = _last_uses(spec, order, slots, {slots[name] for name, _ in fetches})
+    steps = tuple(_step(spec, name, slots, last_use.get(name, ())) for name in order)
+    return Plan(spec.where, steps, len(slots), tuple((slots[n], k) for n, k in feeds),
+                tuple((slots[n], k) for n, k in fetches))
+
+
+def _is_stateful(spec: GraphSpec, node) -> bool:
+    op_def = spec.op_defs.get(node.op)
+    if op_def is not None:
+        return op_def.is_stateful
+    return registry.is_supported(node.op) and registry.lookup(node.op).stateful
+
+
+def _inputs(spec: GraphSpec, node) -> tuple[list[Ref], list[str]]:
+    data, control = [], []
+    for text in node.input:
+        if text.startswith("^"):
+            control.append(text[1:])
+        else:
+            data.append(spec.resolve(text))
+    return data, control
+
+
+def _needed(spec: GraphSpec, roots: list[str], fed: set[str]) -> set[str]:
+    needed: set[str] = set()
+    stack = list(roots)
+    while stack:
+        name = stack.pop()
+        if name in needed or name in fed:
+            continue
+        node = spec.nodes.get(name)
+        if node is None:
+            raise GraphError(f"{spec.where}: reference to unknown node {name!r}")
+        if node.op == "Placeholder":
+            raise GraphError(f"{spec.where}: placeholder {name!r} is needed but not fed")
+        needed.add(name)
+        data, control = _inputs(spec, node)
+        stack.extend(n for n, _ in data)
+        stack.extend(control)
+    return needed
+
+
+def _ordered(spec: GraphSpec, needed: set[str], fed: set[str]) -> list[str]:
+    """Needed nodes in dependency order; ties keep the graph's own order."""
+    position = {name: i for i, name in enumerate(spec.nodes)}
+    waiting: dict[str, int] = {}
+    consumers: dict[str, list[str]] = {name: [] for name in needed}
+    for name in needed:
+        data, control = _inputs(spec, spec.nodes[name])
+        producers = {n for n, _ in data} | set(control)
+        producers = {p for p in producers if p in needed and p not in fed}
+        waiting[name] = len(producers)
+        for producer in producers:
+            consumers[producer].append(name)
+    ready = sorted((n for n, count in waiting.items() if count == 0), key=position.__getitem__)
+    order = []
+    while ready:
+        name = ready.pop(0)
+        order.append(name)
+        for consumer in consumers[name]:
+            waiting[consumer] -= 1
+            if waiting[consumer] == 0:
+                ready.append(consumer)
+        ready.sort(key=position.__getitem__)
+    if len(order) != len(needed):
+        stuck = sorted(set(needed) - set(order), key=position.__getitem__)[:5]
+        raise GraphError(f"{spec.where}: the graph has a cycle through {stuck}; TensorFlow 1 "
+                         "control flow (Switch/Merge/NextIteration) is not supported")
+    return order
+
+
+def _last_uses(spec: GraphSpec, order: list[str], slots: dict[str, int],
+               keep: set[int]) -> dict[str, tuple[int, ...]]:
+    """For each node, the slots whose last reader it is (never the fetched ones)."""
+    last_reader: dict[int, str] = {}
+    for name in order:
+        data, _ = _inputs(spec, spec.nodes[name])
+        for producer, _ in data:
+            last_reader[slots[producer]] = name
+    frees: dict[str, list[int]] = {}
+    for slot, reader in last_reader.items():
+        if slot not in keep:
+            frees.setdefault(reader, []).append(slot)
+    return {name: tuple(sorted(s)) for name, s in frees.items()}
+
+
+def _step(spec: GraphSpec, name: str, slots: dict[str, int], frees: tuple[int, ...]) -> Step:
+    node = spec.nodes[name]
+    where = f"{spec.where}: node {name!r} (op {node.op})"
+    kernel = spec.function_kernel(node.op) or registry.lookup(node.op, f"{name!r} in {spec.where}")
+    attrs = decode_attrs(_with_defaults(node, spec.op_defs.get(node.op)), where)
+    data, _ = _inputs(spec, node)
+    return Step(name, node.op, kernel.fn, kernel.context, attrs, slots[name],
+                tuple((slots[n], k) for n, k in data), frees)
+
+
+def _with_defaults(node, op_def):
+    if op_def is None:
+        return node.attr
+    merged = dict(node.attr)
+    for attr in op_def.attr:
+        if attr.name not in merged and attr.HasField("default_value"):
+            merged[attr.name] = attr.default_value
+    return merged

@@ -1,0 +1,146 @@
+"""Export TensorFlow-written SavedModels beyond the reference corpus, with inputs and TensorFlow's
+outputs, for the runtime's tests. Needs TensorFlow 2.21 and Keras 3.
+
+Writes <name>/ (the SavedModel) and <name>.io.npz (keys sig/<signature>/in/<arg> and
+sig/<signature>/out/<key>; each signature's outputs are its first call on a freshly loaded model).
+Usage: python tests/data/models/make_models.py [NAME ...]   (default: all)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def keras_model(build):
+    def make():
+        keras.utils.set_random_seed(0)
+        return build()
+    return make
+
+
+@keras_model
+def lstm_stacked():
+    inputs = keras.Input((6, 3), name="sequence")
+    x = keras.layers.LSTM(8, return_sequences=True)(inputs)
+    x = keras.layers.LSTM(5)(x)
+    return keras.Model(inputs, keras.layers.Dense(2)(x))
+
+
+@keras_model
+def gru():
+    inputs = keras.Input((5, 4), name="sequence")
+    x = keras.layers.GRU(6, return_sequences=True)(inputs)
+    x = keras.layers.GRU(3, go_backwards=True)(x)
+    return keras.Model(inputs, x)
+
+
+@keras_model
+def attention():
+    tokens = keras.Input((7,), dtype="int32", name="tokens")
+    x = keras.layers.Embedding(20, 8)(tokens)
+    attended = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(x, x)
+    x = keras.layers.LayerNormalization()(x + attended)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    return keras.Model(tokens, keras.layers.Dense(3, activation="softmax")(x))
+
+
+@keras_model
+def separable_cnn():
+    image = keras.Input((12, 12, 3), name="image")
+    x = keras.layers.SeparableConv2D(6, 3, padding="same", activation="relu")(image)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.DepthwiseConv2D(3, strides=2, padding="valid")(x)
+    x = keras.layers.AveragePooling2D(2, padding="same")(x)
+    x = keras.layers.Conv2DTranspose(4, 3, strides=2, padding="same")(x)
+    x = keras.layers.MaxPooling2D(2)(x)
+    x = keras.layers.Flatten()(x)
+    return keras.Model(image, keras.layers.Dense(2, activation="sigmoid")(x))
+
+
+class NestedControlFlow(tf.Module):
+    """Nested while loops and conds, a counter variable, several outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = tf.Variable(2.0, name="scale")
+        self.steps = tf.Variable(0, dtype=tf.int64, name="steps")
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x"),
+                                  tf.TensorSpec([], tf.int32, name="n")])
+    def run(self, x, n):
+        total = tf.zeros_like(x)
+        for i in tf.range(n):
+            if i % 2 == 0:
+                j = tf.constant(0)
+                while j < i:
+                    total += x * self.scale
+                    j += 1
+            else:
+                total -= tf.cast(i, tf.float32)
+            self.steps.assign_add(1)
+        return {"total": total, "steps": self.steps.read_value(), "max": tf.reduce_max(total)}
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name="k")])
+    def branch(self, k):
+        return {"y": tf.switch_case(k, [lambda: tf.constant(10.0), lambda: self.scale * 3.0,
+                                        lambda: tf.constant(-1.0)])}
+
+
+def export_keras(name: str, model, inputs: dict) -> None:
+    path = HERE / name
+    model.export(str(path), verbose=False)
+    loaded = tf.saved_model.load(str(path))
+    sig = loaded.signatures["serving_default"]
+    outputs = sig(**{k: tf.constant(v) for k, v in inputs.items()})
+    save_io(name, {"serving_default": (inputs, outputs)})
+
+
+def export_module(name: str, module: tf.Module, calls: dict) -> None:
+    path = HERE / name
+    tf.saved_model.save(module, str(path), signatures={k: getattr(module, k.split(":")[0]) for k in calls})
+    results = {}
+    for signature, inputs in calls.items():
+        loaded = tf.saved_model.load(str(path))
+        results[signature] = (inputs, loaded.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()}))
+    save_io(name, results)
+
+
+def save_io(name: str, results: dict) -> None:
+    arrays = {}
+    for signature, (inputs, outputs) in results.items():
+        arrays.update({f"sig/{signature}/in/{k}": v for k, v in inputs.items()})
+        arrays.update({f"sig/{signature}/out/{k}": v.numpy() for k, v in outputs.items()})
+    np.savez(HERE / f"{name}.io.npz", **arrays)
+
+
+def main(names: list[str]) -> None:
+    rng = np.random.default_rng(1)
+    jobs = {
+        "lstm_stacked": lambda: export_keras("lstm_stacked", lstm_stacked(), {
+            "sequence": rng.standard_normal((2, 6, 3)).astype(np.float32)}),
+        "gru": lambda: export_keras("gru", gru(), {"sequence": rng.standard_normal((3, 5, 4)).astype(np.float32)}),
+        "attention": lambda: export_keras("attention", attention(), {
+            "tokens": rng.integers(0, 20, (2, 7)).astype(np.int32)}),
+        "separable_cnn": lambda: export_keras("separable_cnn", separable_cnn(), {
+            "image": rng.standard_normal((2, 12, 12, 3)).astype(np.float32)}),
+        "nested_control_flow": lambda: export_module("nested_control_flow", NestedControlFlow(), {
+            "run": {"x": np.array([1.0, -2.0, 0.5], np.float32), "n": np.array(5, np.int32)},
+            "branch": {"k": np.array(1, np.int32)}}),
+    }
+    for name in names or list(jobs):
+        shutil.rmtree(HERE / name, ignore_errors=True)
+        jobs[name]()
+        print("wrote", name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,30 @@
+"""The kernel registry: one kernel per op, clear errors, and the generated coverage table."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from savedmodel.runtime import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_duplicate_registration_is_rejected():
+    with pytest.raises(registry.DuplicateKernelError, match="'Identity' already has the kernel"):
+        registry.kernel("Identity")(lambda x, **_: (x,))
+
+
+def test_unknown_op_names_itself_the_node_and_the_supported_ops():
+    with pytest.raises(registry.UnsupportedOpError,
+                       match=r"op 'NoSuchOp' \(node n1\) is not supported .* supported ops: .*Identity"):
+        registry.lookup("NoSuchOp", "n1")
+
+
+def test_op_table_is_current():
+    spec = importlib.util.spec_from_file_location("gen_op_docs", ROOT / "tools" / "gen_op_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "ops.md").read_text() == module.render(), \
+        "run `python tools/gen_op_docs.py` to regenerate docs/ops.md"

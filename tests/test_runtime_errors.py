@@ -1,0 +1,139 @@
+"""The runtime's behaviour on small hand-built SavedModels: non-strict execution, and a clear
+error naming the cause for every kind of bad input."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import SAVEDMODELS
+from savedmodel.protos import attr_value_pb2, meta_graph_pb2, node_def_pb2, saved_model_pb2, types_pb2
+from savedmodel.runtime import load
+from savedmodel.runtime.errors import FileFormatError, SavedModelError
+from savedmodel.runtime.tensor_proto import from_numpy, shape_to_proto
+
+SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
+
+
+def _node(name: str, op: str, inputs=(), **attrs) -> node_def_pb2.NodeDef:
+    node = node_def_pb2.NodeDef(name=name, op=op, input=list(inputs))
+    for key, value in attrs.items():
+        node.attr[key].CopyFrom(value)
+    return node
+
+
+def _type(enum: int) -> attr_value_pb2.AttrValue:
+    return attr_value_pb2.AttrValue(type=enum)
+
+
+def _placeholder(name: str, shape=(None,)) -> node_def_pb2.NodeDef:
+    return _node(name, "Placeholder", dtype=_type(types_pb2.DT_FLOAT),
+                 shape=attr_value_pb2.AttrValue(shape=shape_to_proto(shape)))
+
+
+def _const(name: str, value: np.ndarray) -> node_def_pb2.NodeDef:
+    proto = from_numpy(value)
+    return _node(name, "Const", value=attr_value_pb2.AttrValue(tensor=proto), dtype=_type(proto.dtype))
+
+
+def _gather(name: str, params: str, indices: str) -> node_def_pb2.NodeDef:
+    return _node(name, "GatherV2", [params, indices, "axis"], Tparams=_type(types_pb2.DT_FLOAT),
+                 Tindices=_type(types_pb2.DT_INT32), Taxis=_type(types_pb2.DT_INT32),
+                 batch_dims=attr_value_pb2.AttrValue(i=0))
+
+
+def _write(path, nodes, outputs: dict[str, str], library_nodes=None):
+    """A SavedModel with one signature 'sig' taking float32 vector 'x' (tensor x:0)."""
+    model = saved_model_pb2.SavedModel(saved_model_schema_version=1)
+    meta = model.meta_graphs.add()
+    meta.meta_info_def.tags.append("serve")
+    meta.graph_def.node.extend(nodes)
+    if library_nodes is not None:
+        function = meta.graph_def.library.function.add()
+        function.signature.name = "inner"
+        function.node_def.extend(library_nodes)
+    signature = meta.signature_def["sig"]
+    signature.inputs["x"].CopyFrom(meta_graph_pb2.TensorInfo(
+        name="x:0", dtype=types_pb2.DT_FLOAT, tensor_shape=shape_to_proto((None,))))
+    for key, tensor in outputs.items():
+        signature.outputs[key].CopyFrom(meta_graph_pb2.TensorInfo(name=tensor, dtype=types_pb2.DT_FLOAT))
+    path.mkdir(exist_ok=True)
+    (path / "saved_model.pb").write_bytes(model.SerializeToString())
+    return path
+
+
+@pytest.fixture
+def gather_model(tmp_path):
+    nodes = [_placeholder("x"), _const("axis", np.array(0, np.int32)),
+             _const("good", np.array([0], np.int32)), _const("bad", np.array([7], np.int32)),
+             _gather("first", "x", "good"), _gather("broken", "x", "bad")]
+    return _write(tmp_path / "gather", nodes, {"y": "first:0"})
+
+
+def test_only_what_the_outputs_need_runs(gather_model):
+    out = load(gather_model).signatures["sig"](x=np.array([3.0, 4.0], np.float32))
+    np.testing.assert_array_equal(out["y"], np.array([3.0], np.float32))
+
+
+def test_a_failing_kernel_names_the_node(tmp_path):
+    nodes = [_placeholder("x"), _const("axis", np.array(0, np.int32)),
+             _const("bad", np.array([7], np.int32)), _gather("broken", "x", "bad")]
+    model = load(_write(tmp_path / "m", nodes, {"y": "broken:0"}))
+    with pytest.raises(SavedModelError, match=r"node 'broken' \(op GatherV2\)"):
+        model.signatures["sig"](x=np.array([3.0, 4.0], np.float32))
+
+
+def test_unknown_signature_lists_the_available_ones(gather_model):
+    with pytest.raises(KeyError, match="no signature 'nope'; available: sig"):
+        load(gather_model).signatures["nope"]
+
+
+@pytest.mark.parametrize("feeds, message", [
+    ({}, r"signature 'sig' takes inputs x: DT_FLOAT \(None,\); missing \['x'\]"),
+    ({"x": [1.0], "z": [2.0]}, r"unexpected \['z'\]"),
+    ({"x": "text"}, r"input 'x' of signature 'sig' expects float32, got a non-numeric value"),
+    ({"x": [[1.0]]}, r"input 'x' of signature 'sig' expects shape \(None,\) of float32, got shape \(1, 1\)"),
+])
+def test_bad_feeds_are_named(gather_model, feeds, message):
+    with pytest.raises(SavedModelError, match=message):
+        load(gather_model).signatures["sig"](**feeds)
+
+
+def test_feeds_convert_as_tensorflow_converts(gather_model):
+    out = load(gather_model).signatures["sig"](x=np.array([5, 6], np.int64))
+    assert out["y"].dtype == np.float32 and out["y"].tolist() == [5.0]
+
+
+def test_unsupported_op_names_op_node_and_function(tmp_path):
+    call = _node("call", "PartitionedCall", ["x"], f=attr_value_pb2.AttrValue(
+        func=attr_value_pb2.NameAttrList(name="inner")))
+    inner = [_node("mystery", "FancyNewOp", [])]
+    model = load(_write(tmp_path / "m", [_placeholder("x"), call], {"y": "call:0"}, inner))
+    with pytest.raises(SavedModelError, match=r"op 'FancyNewOp' \(node 'mystery' in function 'inner'\) is not supported"):
+        model.signatures["sig"](x=np.array([1.0], np.float32))
+
+
+def test_corrupt_variables_name_file_and_key(tmp_path):
+    copy = tmp_path / "seeds"
+    shutil.copytree(SEEDS, copy)
+    shard = copy / "variables" / "variables.data-00000-of-00001"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(FileFormatError, match=r"variables\.index: tensor '.*/\.ATTRIBUTES/VARIABLE_VALUE'.*checksum"):
+        load(copy)
+
+
+def test_truncated_variables_name_the_shard(tmp_path):
+    copy = tmp_path / "seeds"
+    shutil.copytree(SEEDS, copy)
+    shard = copy / "variables" / "variables.data-00000-of-00001"
+    shard.write_bytes(shard.read_bytes()[:10])
+    with pytest.raises(FileFormatError, match=r"outside the 10-byte shard .*variables\.data-00000-of-00001"):
+        load(copy)
+
+
+def test_missing_saved_model_is_named(tmp_path):
+    with pytest.raises(FileFormatError, match="not a SavedModel directory"):
+        load(tmp_path)
