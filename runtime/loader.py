@@ -313,7 +313,7 @@ def _checkpoint_value(reader: BundleReader, graph, node_id: int, variable: Varia
 def _object_paths(nodes) -> dict[int, str]:
     """Dotted path of every object reachable from the root (node 0), first path found wins."""
     paths: dict[int, str] = {}
-    queue = [(0, "")]
+    queue = [(0, "")] if len(nodes) else []
     seen = {0}
     while queue:
         node_id, path = queue.pop(0)

@@ -164,10 +164,13 @@ def _step(spec: GraphSpec, name: str, slots: dict[str, int], frees: tuple[int, .
 
 
 def _with_defaults(node, op_def):
+    """The node's attrs, with the op's defaults for attrs it omits or leaves empty (TensorFlow
+    strips default-valued attrs when saving, and writes an empty value for an empty string)."""
     if op_def is None:
         return node.attr
     merged = dict(node.attr)
     for attr in op_def.attr:
-        if attr.name not in merged and attr.HasField("default_value"):
+        present = attr.name in merged and merged[attr.name].WhichOneof("value") is not None
+        if not present and attr.HasField("default_value"):
             merged[attr.name] = attr.default_value
     return merged

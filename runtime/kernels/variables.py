@@ -9,7 +9,7 @@ from savedmodel.runtime.registry import kernel
 
 @kernel("VarHandleOp", context=True, stateful=True)
 def var_handle(ctx, *, container="", shared_name="", dtype, shape, **_):
-    return (ctx.resources.variable(container, shared_name, dtype, shape),)
+    return (ctx.resources.variable(container or "", shared_name or "", dtype, shape),)
 
 
 @kernel("ReadVariableOp", stateful=True)

@@ -98,10 +98,11 @@ class NestedControlFlow(tf.Module):
 def export_keras(name: str, model, inputs: dict) -> None:
     path = HERE / name
     model.export(str(path), verbose=False)
-    loaded = tf.saved_model.load(str(path))
-    sig = loaded.signatures["serving_default"]
-    outputs = sig(**{k: tf.constant(v) for k, v in inputs.items()})
-    save_io(name, {"serving_default": (inputs, outputs)})
+    results = {}
+    for signature in sorted(tf.saved_model.load(str(path)).signatures):
+        loaded = tf.saved_model.load(str(path))
+        results[signature] = (inputs, loaded.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()}))
+    save_io(name, results)
 
 
 def export_module(name: str, module: tf.Module, calls: dict) -> None:
