@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+import numpy as np
+
 from savedmodel.runtime.errors import SavedModelError
 from savedmodel.runtime.plan import Plan
 
@@ -30,28 +32,37 @@ class Context:
 
 
 def run(plan: Plan, feeds, ctx: Context) -> list:
-    """Run a plan with `feeds` (one value per plan feed, in order); return the fetched values."""
+    """Run a plan with `feeds` (one value per plan feed, in order); return the fetched values.
+
+    Floating-point warnings are silenced for the whole run, once: TensorFlow returns inf and
+    NaN without complaint, and entering numpy's errstate per kernel would cost more than many
+    kernels do."""
     values: list = [None] * plan.num_slots
     _place_feeds(plan, feeds, values)
-    for step in plan.steps:
-        args = [values[slot][index] for slot, index in step.inputs]
-        try:
-            out = step.fn(ctx, *args, **step.attrs) if step.context else step.fn(*args, **step.attrs)
-        except SavedModelError as err:
-            raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}") from None
-        except Exception as err:  # a kernel bug or an input numpy rejects: still name the node
-            raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}) failed: "
-                            f"{type(err).__name__}: {err}") from err
-        values[step.slot] = out
-        for slot in step.frees:
-            values[slot] = None
+    with np.errstate(all="ignore"):
+        for step in plan.steps:
+            args = [values[slot][index] for slot, index in step.inputs]
+            try:
+                out = step.fn(ctx, *args, **step.attrs) if step.context else step.fn(*args, **step.attrs)
+            except SavedModelError as err:
+                raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}") from None
+            except Exception as err:  # a kernel bug or an input numpy rejects: still name the node
+                raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}) failed: "
+                                f"{type(err).__name__}: {err}") from err
+            values[step.slot] = out
+            for slot in step.frees:
+                values[slot] = None
     return [values[slot][index] for slot, index in plan.fetches]
 
 
 def _place_feeds(plan: Plan, feeds, values: list) -> None:
-    feeds = list(feeds)
+    feeds = feeds if isinstance(feeds, (list, tuple)) else list(feeds)
     if len(feeds) != len(plan.feeds):
         raise SavedModelError(f"{plan.where}: expected {len(plan.feeds)} inputs, got {len(feeds)}")
+    if plan.whole_feeds:
+        for slot, value in zip(plan.feed_slots, feeds):
+            values[slot] = (value,)
+        return
     for (slot, index), value in zip(plan.feeds, feeds):
         current = list(values[slot] or ())
         current.extend([None] * (index + 1 - len(current)))

@@ -44,6 +44,9 @@ class Plan:
     feeds: tuple[tuple[int, int], ...]
     """(slot, output index) of each feed, in the order feeds are given."""
     fetches: tuple[tuple[int, int], ...]
+    feed_slots: tuple[int, ...]
+    whole_feeds: bool
+    """Every feed is output 0 of its own node: the run loop's fast path."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,10 @@ def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
     slots = {name: i for i, name in enumerate(list(dict.fromkeys([n for n, _ in feeds])) + order)}
     last_use = _last_uses(spec, order, slots, {slots[name] for name, _ in fetches})
     steps = tuple(_step(spec, name, slots, last_use.get(name, ())) for name in order)
+    feed_slots = tuple(slots[n] for n, _ in feeds)
+    whole = all(k == 0 for _, k in feeds) and len(set(feed_slots)) == len(feeds)
     return Plan(spec.where, steps, len(slots), tuple((slots[n], k) for n, k in feeds),
-                tuple((slots[n], k) for n, k in fetches))
+                tuple((slots[n], k) for n, k in fetches), feed_slots, whole)
 
 
 def _is_stateful(spec: GraphSpec, node) -> bool:

@@ -1,1 +1,178 @@
-"""Kernels: activation (being written)."""
+"""Activation functions, softmax and the softmax cross-entropy losses.
+
+Each returns its input's dtype. Softmax-family ops compute float16 and bfloat16 in float32 and
+round once; the rest compute in the input type, as TensorFlow does. Formulas are chosen to stay
+accurate where the naive ones overflow or cancel (sigmoid and softplus of large |x|).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime.kernels.math import shape_text, widened
+from savedmodel.runtime.registry import kernel
+
+Array = np.ndarray
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SELU_SCALE_ALPHA = 1.7580993408473768599402175208123
+
+
+def _activation(fn: Callable, features) -> tuple[Array]:
+    x = np.asarray(features)
+    if x.dtype.kind in "iu":
+        return (np.asarray(fn(x)),)
+    with np.errstate(all="ignore"):
+        return (np.asarray(fn(x)).astype(x.dtype, copy=False),)
+
+
+def _relu(x: Array) -> Array:
+    return np.maximum(x, x.dtype.type(0))
+
+
+def _relu6(x: Array) -> Array:
+    return np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6))
+
+
+def _elu(x: Array) -> Array:
+    return np.where(x < 0, np.expm1(x), x)
+
+
+def _selu(x: Array) -> Array:
+    return np.where(x < 0, _SELU_SCALE_ALPHA * np.expm1(x), _SELU_SCALE * x)
+
+
+def _softplus(x: Array) -> Array:
+    """log(1 + e^x) without overflow for large x or loss of precision for very negative x."""
+    return np.logaddexp(x, x.dtype.type(0))
+
+
+def _softsign(x: Array) -> Array:
+    return x / (x.dtype.type(1) + np.abs(x))
+
+
+@kernel("Relu")
+def relu(features: Array, **_) -> tuple[Array]:
+    """NaN stays NaN, as in TensorFlow."""
+    return _activation(_relu, features)
+
+
+@kernel("Relu6")
+def relu6(features: Array, **_) -> tuple[Array]:
+    return _activation(_relu6, features)
+
+
+@kernel("Elu")
+def elu(features: Array, **_) -> tuple[Array]:
+    return _activation(_elu, features)
+
+
+@kernel("Selu")
+def selu(features: Array, **_) -> tuple[Array]:
+    return _activation(_selu, features)
+
+
+@kernel("LeakyRelu")
+def leaky_relu(features: Array, *, alpha: float = 0.2, **_) -> tuple[Array]:
+    """A select, not max(x, alpha * x): the two differ for alpha > 1."""
+    return _activation(lambda x: np.where(x > 0, x, x * x.dtype.type(alpha)), features)
+
+
+@kernel("Softplus")
+def softplus(features: Array, **_) -> tuple[Array]:
+    return _activation(_softplus, features)
+
+
+@kernel("Softsign")
+def softsign(features: Array, **_) -> tuple[Array]:
+    return _activation(_softsign, features)
+
+
+def _logistic(x: Array) -> Array:
+    """1 / (1 + e^-x) from e^-|x|, which never overflows and keeps tiny results exact."""
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    small = np.exp(-np.abs(x))
+    one = x.dtype.type(1)
+    return np.where(x >= 0, one / (one + small), small / (one + small))
+
+
+@kernel("Sigmoid")
+def sigmoid(x: Array, **_) -> tuple[Array]:
+    return _activation(_logistic, x)
+
+
+def _log_softmax(logits: Array) -> Array:
+    """Log-probabilities along the last axis, shifted by the row maximum so exp cannot
+    overflow."""
+    shifted = logits - np.maximum.reduce(logits, axis=-1, keepdims=True, initial=-np.inf)
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=-1, keepdims=True))
+
+
+def _check_logits(logits: Array) -> None:
+    if logits.ndim < 1:
+        raise KernelError(f"logits must have >= 1 dimension, got {shape_text(logits)}")
+
+
+@kernel("Softmax")
+def softmax(logits: Array, **_) -> tuple[Array]:
+    x = np.asarray(logits)
+    _check_logits(x)
+    with np.errstate(all="ignore"):
+        wide = widened(x)
+        shifted = np.exp(wide - np.maximum.reduce(wide, axis=-1, keepdims=True, initial=-np.inf))
+        return ((shifted / np.add.reduce(shifted, axis=-1, keepdims=True)).astype(x.dtype),)
+
+
+@kernel("LogSoftmax")
+def log_softmax(logits: Array, **_) -> tuple[Array]:
+    x = np.asarray(logits)
+    _check_logits(x)
+    with np.errstate(all="ignore"):
+        return (_log_softmax(widened(x)).astype(x.dtype),)
+
+
+@kernel("SoftmaxCrossEntropyWithLogits")
+def softmax_cross_entropy_with_logits(features: Array, labels: Array,
+                                      **_) -> tuple[Array, Array]:
+    """Per-row loss -sum(labels * log softmax) and its gradient softmax - labels. Logits and
+    labels broadcast against each other, and the result must be a matrix."""
+    x, labels = np.asarray(features), np.asarray(labels)
+    try:
+        shape = np.broadcast_shapes(x.shape, labels.shape)
+    except ValueError:
+        shape = None
+    if shape is None or len(shape) != 2:
+        raise KernelError("logits and labels must be either 2-dimensional, or broadcasted to be "
+                          f"2-dimensional: {shape_text(x)} vs. {shape_text(labels)}")
+    with np.errstate(all="ignore"):
+        wide_x, wide_labels = widened(x), widened(labels)
+        log_probabilities = _log_softmax(np.broadcast_to(wide_x, shape))
+        loss = -np.add.reduce(wide_labels * log_probabilities, axis=-1)
+        backprop = np.exp(log_probabilities) - wide_labels
+    return loss.astype(x.dtype), backprop.astype(x.dtype)
+
+
+@kernel("SparseSoftmaxCrossEntropyWithLogits")
+def sparse_softmax_cross_entropy_with_logits(features: Array, labels: Array,
+                                             **_) -> tuple[Array, Array]:
+    """The same loss with one class index per row; an index outside [0, classes) is an error
+    (TensorFlow's CPU kernel checks; its GPU kernel gives NaN)."""
+    x, labels = np.asarray(features), np.asarray(labels)
+    if x.ndim != 2 or labels.ndim != 1 or labels.shape[0] != x.shape[0] or x.shape[1] == 0:
+        raise KernelError("logits must be a matrix with at least one class and labels a vector "
+                          f"with one entry per row: {shape_text(x)} vs. {shape_text(labels)}")
+    classes = x.shape[1]
+    outside = (labels < 0) | (labels >= classes)
+    if outside.any():
+        raise KernelError(f"Received a label value of {labels[outside][0]} which is outside the "
+                          f"valid range of [0, {classes}).")
+    with np.errstate(all="ignore"):
+        log_probabilities = _log_softmax(widened(x))
+        rows = np.arange(x.shape[0])
+        loss = -log_probabilities[rows, labels]
+        backprop = np.exp(log_probabilities)
+        backprop[rows, labels] -= 1
+    return loss.astype(x.dtype), backprop.astype(x.dtype)

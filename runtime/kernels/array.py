@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from savedmodel.runtime.kernels.util import check, normalize_axis, scalar_int
+from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
 
 _CACHE = 256
@@ -26,12 +27,26 @@ def _int_vector(value, what: str) -> tuple[int, ...]:
     return tuple(array.tolist())
 
 
-def _scalar(value, what: str) -> np.ndarray:
-    """A 0-d array from a tensor that must hold one value (TensorFlow accepts shape [1] too)."""
+def _scalar(value, what: str, legacy: bool = False) -> np.ndarray:
+    """A 0-d array from a tensor that must hold one value. Some TensorFlow kernels also accept a
+    1-element vector there (`legacy`); the others reject it, and so do these kernels."""
     array = np.asarray(value)
-    check(array.size == 1 and array.ndim <= 1,
+    check(array.ndim == 0 or legacy and array.shape == (1,),
           f"{what} must be a scalar, got shape {list(array.shape)}")
     return array.reshape(())
+
+
+def _int(value, what: str, legacy: bool = False) -> int:
+    array = _scalar(value, what, legacy)
+    check(array.dtype.kind in "iu", f"{what} must be an integer, got {array.dtype}")
+    return int(array)
+
+
+def _axis(axis: int, rank: int, what: str) -> int:
+    """A non-negative axis of a tensor of `rank`; unlike reductions, these ops have no axis 0 on
+    a scalar."""
+    check(-rank <= axis < rank, f"{what} {axis} is out of range for a tensor of rank {rank}")
+    return axis + rank if axis < 0 else axis
 
 
 def _empty_of(dtype: np.dtype) -> object:
@@ -87,8 +102,9 @@ def _reshape_dims(source: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int,
     """Resolve the one -1 the way TensorFlow does: zero-size dimensions are left out of both
     products when the requested shape has one, so that `[0, -1]` still infers the other size."""
     unknown = [i for i, s in enumerate(sizes) if s == -1]
-    check(len(unknown) <= 1, f"Reshape: only one input size may be -1, not both {unknown[0]} "
-          f"and {unknown[-1]}" if unknown else "")
+    if len(unknown) > 1:
+        raise KernelError(f"Reshape: only one input size may be -1, not both {unknown[0]} and "
+                          f"{unknown[1]}")
     for i, s in enumerate(sizes):
         check(s >= -1, f"Reshape: size {i} must be non-negative, not {s}")
     dims = list(sizes)
@@ -120,7 +136,7 @@ def squeeze(input, *, squeeze_dims=(), **_) -> tuple[np.ndarray]:
     input = np.asarray(input)
     if not squeeze_dims:
         return (input.reshape(tuple(d for d in input.shape if d != 1)),)
-    axes = {normalize_axis(a, input.ndim, "Squeeze: squeeze_dims") for a in squeeze_dims}
+    axes = {_axis(a, input.ndim, "Squeeze: squeeze_dims") for a in squeeze_dims}
     for axis in sorted(axes):
         check(input.shape[axis] == 1, f"Squeeze: can not squeeze dim[{axis}], expected a "
               f"dimension of 1, got {input.shape[axis]} (input shape {list(input.shape)})")
@@ -149,8 +165,7 @@ def _broadcast_shape(first: tuple[int, ...], second: tuple[int, ...]) -> tuple[i
     try:
         return tuple(np.broadcast_shapes(first, second))
     except ValueError:
-        check(False, f"Incompatible shapes: {list(first)} vs. {list(second)}")
-        raise
+        raise KernelError(f"Incompatible shapes: {list(first)} vs. {list(second)}") from None
 
 
 # Transposes and reversal ----------------------------------------------------------------------
@@ -165,7 +180,7 @@ def transpose(x, perm, **_) -> tuple[np.ndarray]:
 def conjugate_transpose(x, perm, **_) -> tuple[np.ndarray]:
     x = np.asarray(x)
     moved = np.transpose(x, _permutation(perm, x.ndim))
-    return (np.conj(moved) if x.dtype.kind == "c" else moved,)
+    return (np.asarray(np.conj(moved)) if x.dtype.kind == "c" else moved,)
 
 
 def _permutation(perm, rank: int) -> tuple[int, ...]:
@@ -179,12 +194,15 @@ def _permutation(perm, rank: int) -> tuple[int, ...]:
 
 @kernel("ReverseV2")
 def reverse_v2(tensor, axis, **_) -> tuple[np.ndarray]:
+    """A scalar comes back unchanged whatever `axis` says, as in TensorFlow."""
     tensor = np.asarray(tensor)
-    axes = [normalize_axis(a, tensor.ndim, "ReverseV2: axis")
+    if tensor.ndim == 0:
+        return (tensor,)
+    axes = [_axis(a, tensor.ndim, "ReverseV2: axis")
             for a in _int_vector(axis, "ReverseV2: axis")]
     check(len(set(axes)) == len(axes), f"ReverseV2: an axis is specified more than once in "
-          f"{_int_vector(axis, 'axis')}")
-    return (np.flip(tensor, tuple(axes)),)
+          f"{list(_int_vector(axis, 'axis'))}")
+    return (np.flip(tensor, tuple(axes)) if axes else tensor,)
 
 
 # Joining and splitting ------------------------------------------------------------------------
@@ -203,7 +221,7 @@ def _concat(values, axis_value) -> np.ndarray:
     values = [np.asarray(v) for v in values]
     first = values[0]
     check(first.ndim > 0, "ConcatOp: can't concatenate scalars (use tf.stack instead)")
-    axis = normalize_axis(scalar_int(axis_value, "ConcatOp: axis"), first.ndim, "ConcatOp: axis")
+    axis = _axis(_int(axis_value, "ConcatOp: axis", legacy=True), first.ndim, "ConcatOp: axis")
     for i, value in enumerate(values[1:], 1):
         check(value.ndim == first.ndim and all(
             a == b for d, (a, b) in enumerate(zip(first.shape, value.shape)) if d != axis),
@@ -216,7 +234,7 @@ def _concat(values, axis_value) -> np.ndarray:
 def pack(*values, axis: int = 0, **_) -> tuple[np.ndarray]:
     values = [np.asarray(v) for v in values]
     first = values[0]
-    where = normalize_axis(axis, first.ndim + 1, "Pack: axis")
+    where = _axis(axis, first.ndim + 1, "Pack: axis")
     for i, value in enumerate(values[1:], 1):
         check(value.shape == first.shape, f"Pack: shapes of all inputs must match: values[0]."
               f"shape = {list(first.shape)} != values[{i}].shape = {list(value.shape)}")
@@ -227,7 +245,7 @@ def pack(*values, axis: int = 0, **_) -> tuple[np.ndarray]:
 def unpack(value, *, num: int, axis: int = 0, **_) -> tuple[np.ndarray, ...]:
     value = np.asarray(value)
     check(value.ndim > 0, "Unpack: can not unpack a scalar")
-    where = normalize_axis(axis, value.ndim, "Unpack: axis")
+    where = _axis(axis, value.ndim, "Unpack: axis")
     check(value.shape[where] == num, f"Unpack: input shape {list(value.shape)} has "
           f"{value.shape[where]} entries along axis {axis}, but num is {num}")
     moved = np.moveaxis(value, where, 0)
@@ -236,9 +254,11 @@ def unpack(value, *, num: int, axis: int = 0, **_) -> tuple[np.ndarray, ...]:
 
 @kernel("Split")
 def split(split_dim, value, *, num_split: int, **_) -> tuple[np.ndarray, ...]:
+    """One piece is the input itself: TensorFlow then checks neither split_dim nor the shape."""
     value = np.asarray(value)
-    axis = normalize_axis(scalar_int(split_dim, "Split: split_dim"), value.ndim,
-                          "Split: split_dim")
+    if num_split == 1:
+        return (value,)
+    axis = _axis(_int(split_dim, "Split: split_dim"), value.ndim, "Split: split_dim")
     check(value.shape[axis] % num_split == 0, f"Split: number of ways to split should evenly "
           f"divide the split dimension, but got split_dim {axis} (size = {value.shape[axis]}) "
           f"and num_split {num_split}")
@@ -247,9 +267,12 @@ def split(split_dim, value, *, num_split: int, **_) -> tuple[np.ndarray, ...]:
 
 @kernel("SplitV")
 def split_v(value, size_splits, split_dim, *, num_split: int, **_) -> tuple[np.ndarray, ...]:
+    """One piece is the input itself: TensorFlow then checks neither split_dim nor the sizes."""
     value = np.asarray(value)
-    axis = normalize_axis(scalar_int(split_dim, "SplitV: split_dim"), value.ndim,
-                          "SplitV: split_dim")
+    if num_split == 1:
+        return (value,)
+    axis = _axis(_int(split_dim, "SplitV: split_dim", legacy=True), value.ndim,
+                 "SplitV: split_dim")
     sizes = _split_sizes(_int_vector(size_splits, "SplitV: size_splits"), value.shape[axis],
                          num_split)
     return tuple(np.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
@@ -350,6 +373,7 @@ def _dense_spec(rank: int, begin, end, strides, begin_mask: int, end_mask: int,
     """One (begin, end, stride, begin masked, end masked, shrink) per input dimension, and for
     every output dimension the input dimension it comes from (or new axis / shrunk)."""
     sparse = len(begin)
+    ellipsis_mask &= (1 << sparse) - 1
     if not ellipsis_mask:
         ellipsis_mask = 1 << sparse
         sparse += 1
@@ -458,7 +482,7 @@ def _pad_constant(input: np.ndarray, widths, value) -> np.ndarray:
 def fill(dims, value, **_) -> tuple[np.ndarray]:
     shape_ = _int_vector(dims, "Fill: dims")
     check(all(d >= 0 for d in shape_), f"Fill: dims {list(shape_)} must be non-negative")
-    value = _scalar(value, "Fill: value")
+    value = _scalar(value, "Fill: value", legacy=True)
     return (np.full(shape_, value, dtype=value.dtype),)
 
 
@@ -476,7 +500,7 @@ def ones_like(x, **_) -> tuple[np.ndarray]:
 
 @kernel("Range")
 def range_(start, limit, delta, **_) -> tuple[np.ndarray]:
-    first, stop, step = (_scalar(v, f"Range: {n}") for v, n in
+    first, stop, step = (_scalar(v, f"Range: {n}", legacy=True) for v, n in
                          ((start, "start"), (limit, "limit"), (delta, "delta")))
     check(step != 0, "Range: requires delta != 0")
     check(step < 0 or first <= stop,
@@ -487,15 +511,18 @@ def range_(start, limit, delta, **_) -> tuple[np.ndarray]:
     if dtype.kind in "iu":
         count = -(-abs(int(stop) - int(first)) // abs(int(step)))
         return ((int(first) + int(step) * np.arange(count, dtype=np.int64)).astype(dtype),)
-    count = int(np.ceil(np.abs((stop - first) / step)))
+    span = float(np.ceil(np.abs((stop - first) / step)))
+    check(math.isfinite(span) and span < 2 ** 63, f"Range: requires (limit - start) / delta "
+          f"to be finite and below 2**63: {first}/{stop}/{step}")
+    count = int(span)
     return (first + np.arange(count).astype(dtype) * step,)
 
 
 @kernel("LinSpace")
 def lin_space(start, stop, num, **_) -> tuple[np.ndarray]:
     first = _scalar(start, "LinSpace: start")
-    last = _scalar(stop, "LinSpace: stop").astype(first.dtype)
-    count = scalar_int(num, "LinSpace: num")
+    last = _scalar(stop, "LinSpace: stop")
+    count = _int(num, "LinSpace: num")
     check(count > 0, f"LinSpace: requires num > 0, got {count}")
     if count == 1:
         return (first.reshape(1).copy(),)
@@ -513,8 +540,8 @@ def matrix_band_part(input, num_lower, num_upper, **_) -> tuple[np.ndarray]:
     check(input.ndim >= 2, f"MatrixBandPart: input must be at least 2-dim, got shape "
           f"{list(input.shape)}")
     rows, cols = input.shape[-2:]
-    lower = scalar_int(num_lower, "MatrixBandPart: num_lower")
-    upper = scalar_int(num_upper, "MatrixBandPart: num_upper")
+    lower = _int(num_lower, "MatrixBandPart: num_lower")
+    upper = _int(num_upper, "MatrixBandPart: num_upper")
     check(lower <= rows, f"MatrixBandPart: num_lower must be negative or less or equal to "
           f"number of rows ({rows}) got: {lower}")
     check(upper <= cols, f"MatrixBandPart: num_upper must be negative or less or equal to "
@@ -525,9 +552,7 @@ def matrix_band_part(input, num_lower, num_upper, **_) -> tuple[np.ndarray]:
 @functools.lru_cache(maxsize=_CACHE)
 def _band(rows: int, cols: int, lower: int, upper: int) -> np.ndarray:
     offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
-    mask = ((lower < 0) | (-offset <= lower)) & ((upper < 0) | (offset <= upper))
-    mask.flags.writeable = False
-    return mask
+    return _frozen(((lower < 0) | (-offset <= lower)) & ((upper < 0) | (offset <= upper)))
 
 
 _ALIGNMENTS = {"RIGHT_LEFT": (False, True), "LEFT_RIGHT": (True, False),
@@ -543,12 +568,12 @@ def matrix_diag_v3(diagonal, k, num_rows, num_cols, padding_value, *,
     count = upper - lower + 1
     check(diagonal.ndim >= (1 if count == 1 else 2), f"MatrixDiagV3: diagonal of shape "
           f"{list(diagonal.shape)} has too few dimensions for {count} diagonals")
-    check(count == 1 or diagonal.shape[-2] == count, f"MatrixDiagV3: the number of diagonals "
-          f"provided in the input ({diagonal.shape[-2]}) does not match the range "
-          f"[{lower}, {upper}]")
+    if count > 1 and diagonal.shape[-2] != count:
+        raise KernelError(f"MatrixDiagV3: the number of diagonals provided in the input "
+                          f"({diagonal.shape[-2]}) does not match the range [{lower}, {upper}]")
     length = diagonal.shape[-1]
-    rows, cols = _diag_matrix_size(length, lower, upper, scalar_int(num_rows, "num_rows"),
-                                   scalar_int(num_cols, "num_cols"))
+    rows, cols = _diag_matrix_size(length, lower, upper, _int(num_rows, "MatrixDiagV3: num_rows"),
+                                   _int(num_cols, "MatrixDiagV3: num_cols"))
     batch = diagonal.shape[:-1] if count == 1 else diagonal.shape[:-2]
     padding = _scalar(padding_value, "MatrixDiagV3: padding_value")
     inside, source = _diag_scatter(rows, cols, lower, upper, length, _alignment(align))
@@ -566,10 +591,8 @@ def matrix_diag_part_v3(input, k, padding_value, *, align: str = "RIGHT_LEFT",
           f"{list(input.shape)}")
     rows, cols = input.shape[-2:]
     lower, upper = _diag_range(k, "MatrixDiagPartV3")
-    for name, index in (("lower_diag_index", lower), ("upper_diag_index", upper)):
-        check(-rows < index < cols or index == 0, f"MatrixDiagPartV3: {name} is out of bound: "
-              f"{index}. It must be between {-rows} and {cols}")
-    padding = _scalar(padding_value, "MatrixDiagPartV3: padding_value")
+    _check_diag_bounds(lower, upper, rows, cols, "MatrixDiagPartV3")
+    padding = _scalar(padding_value, "MatrixDiagPartV3: padding_value", legacy=True)
     inside, source = _diag_gather(rows, cols, lower, upper, _alignment(align))
     batch = input.shape[:-2]
     if input.size == 0 or not inside.any():
@@ -578,6 +601,35 @@ def matrix_diag_part_v3(input, k, padding_value, *, align: str = "RIGHT_LEFT",
         flat = input.reshape(batch + (rows * cols,))
         out = np.where(inside, flat[..., source], padding)
     return (out.reshape(batch + inside.shape[1:]) if lower == upper else out,)
+
+
+@kernel("MatrixSetDiagV3")
+def matrix_set_diag_v3(input, diagonal, k, *, align: str = "RIGHT_LEFT",
+                       **_) -> tuple[np.ndarray]:
+    input = np.asarray(input)
+    diagonal = np.asarray(diagonal)
+    check(input.ndim >= 2, f"MatrixSetDiagV3: input must be at least 2-dim, got shape "
+          f"{list(input.shape)}")
+    rows, cols = input.shape[-2:]
+    lower, upper = _diag_range(k, "MatrixSetDiagV3")
+    _check_diag_bounds(lower, upper, rows, cols, "MatrixSetDiagV3")
+    count = upper - lower + 1
+    length = max(0, min(rows + min(upper, 0), cols - max(lower, 0)))
+    want = input.shape[:-2] + ((length,) if count == 1 else (count, length))
+    check(diagonal.shape == want, f"MatrixSetDiagV3: diagonal must have shape {list(want)} for "
+          f"input of shape {list(input.shape)} and diagonals [{lower}, {upper}], got "
+          f"{list(diagonal.shape)}")
+    inside, source = _diag_scatter(rows, cols, lower, upper, length, _alignment(align))
+    if diagonal.size == 0 or not inside.any():
+        return (input.copy(),)
+    packed = diagonal.reshape(input.shape[:-2] + (count * length,))
+    return (np.where(inside, packed[..., source], input),)
+
+
+def _check_diag_bounds(lower: int, upper: int, rows: int, cols: int, op: str) -> None:
+    for name, index in (("lower_diag_index", lower), ("upper_diag_index", upper)):
+        check(-rows < index < cols or index == 0, f"{op}: {name} is out of bound: {index}. It "
+              f"must be between {-rows} and {cols}")
 
 
 def _alignment(align: str) -> tuple[bool, bool]:
@@ -608,6 +660,10 @@ def _diag_matrix_size(length: int, lower: int, upper: int, rows: int,
         rows = min_rows
     elif cols == -1:
         cols = min_cols
+    check(rows >= min_rows, f"MatrixDiagV3: the number of rows ({rows}) is too small for the "
+          f"diagonal range [{lower}, {upper}] and diagonal length {length}")
+    check(cols >= min_cols, f"MatrixDiagV3: the number of columns ({cols}) is too small for the "
+          f"diagonal range [{lower}, {upper}] and diagonal length {length}")
     check(rows == min_rows or cols == min_cols, f"MatrixDiagV3: the number of rows ({rows}) or "
           f"columns ({cols}) is not consistent with the diagonal range [{lower}, {upper}] and "
           f"diagonal length {length}")

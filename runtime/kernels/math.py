@@ -1,1 +1,666 @@
-"""Kernels: math (being written)."""
+"""Elementwise math, comparisons, logical and bitwise ops, casts, selection and matrix products.
+
+Every kernel returns exactly TensorFlow's dtype. Inputs of one op share a dtype, and numpy
+keeps it for same-dtype operands, so results are only wrapped into 0-d arrays where ufuncs
+return numpy scalars. float16 and bfloat16 are computed in float32 where TensorFlow's result
+does not depend on per-step half-precision rounding (matrix products, erf), since numpy and
+ml_dtypes lack some of those loops. Floating-point warnings are silenced: TensorFlow returns
+inf and NaN without complaint, and so do these kernels.
+
+Where TensorFlow's CPU results are set by the x86-64 instructions it compiles to rather than by
+its documentation (float to integer casts of NaN and out-of-range values), the kernels
+reproduce them explicitly, so that the runtime gives the same numbers on every platform.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+
+from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime.kernels.util import check
+from savedmodel.runtime.registry import kernel
+
+Array = np.ndarray
+
+HALF_TYPES = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+"""The half-precision types, which several kernels compute in float32 (shared with the
+reduction and activation kernels)."""
+_FLOAT_TYPES = HALF_TYPES | {np.dtype(np.float32), np.dtype(np.float64)}
+_MANTISSA_BITS = {np.dtype(np.float16): 10, np.dtype(ml_dtypes.bfloat16): 7,
+                  np.dtype(np.float32): 23, np.dtype(np.float64): 52}
+_COMPONENT_OF_COMPLEX = {np.dtype(np.complex64): np.dtype(np.float32),
+                         np.dtype(np.complex128): np.dtype(np.float64)}
+_UNSIGNED_OF_WIDTH = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
+def shape_text(value) -> str:
+    """A shape as TensorFlow prints it in messages, e.g. `[2,3]`."""
+    return "[" + ",".join(str(d) for d in np.shape(value)) + "]"
+
+
+def widened(x: Array) -> Array:
+    """float16 and bfloat16 widened to float32; other types unchanged."""
+    return x.astype(np.float32) if x.dtype in HALF_TYPES else x
+
+
+def _is_integer(dtype: np.dtype) -> bool:
+    return dtype.kind in "iu"
+
+
+def _may_warn(dtype: np.dtype) -> bool:
+    """Whether numpy can raise floating-point warnings for this type (bfloat16 is kind "V").
+    Entering np.errstate costs about as much as a small ufunc call, so integer, bool and string
+    operands skip it."""
+    return dtype.kind in "fcV"
+
+
+def _broadcast(fn: Callable, *operands: Array, quiet: bool | None = None):
+    """`fn(*operands)` with broadcasting; numpy's shape ValueError becomes TensorFlow's
+    InvalidArgument. Floating-point warnings are silenced (TensorFlow returns inf and NaN
+    without complaint): `quiet` says whether `fn` can warn, None that it can for float
+    operands."""
+    try:
+        if quiet or (quiet is None and _may_warn(operands[-1].dtype)):
+            with np.errstate(all="ignore"):
+                return fn(*operands)
+        return fn(*operands)
+    except ValueError:
+        raise KernelError("Incompatible shapes: "
+                          + " vs. ".join(shape_text(o) for o in operands)) from None
+
+
+def _binary(fn: Callable, x, y, quiet: bool | None = None) -> tuple[Array]:
+    x, y = np.asarray(x), np.asarray(y)
+    return (np.asarray(_broadcast(fn, x, y, quiet=quiet), x.dtype),)
+
+
+def _unary(fn: Callable, x) -> tuple[Array]:
+    x = np.asarray(x)
+    if _may_warn(x.dtype):
+        with np.errstate(all="ignore"):
+            return (np.asarray(fn(x), x.dtype),)
+    return (np.asarray(fn(x), x.dtype),)
+
+
+def _named(fn: Callable, name: str) -> Callable:
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _binary_kernel(op: str, fn: Callable) -> None:
+    kernel(op)(_named(lambda x, y, **_: _binary(fn, x, y), op))
+
+
+def _unary_kernel(op: str, fn: Callable) -> None:
+    kernel(op)(_named(lambda x, **_: _unary(fn, x), op))
+
+
+# --- Arithmetic -------------------------------------------------------------------------------
+
+_binary_kernel("Add", np.add)        # bytes (DT_STRING) too: object arrays concatenate
+_binary_kernel("AddV2", np.add)
+_binary_kernel("Sub", np.subtract)
+_binary_kernel("Mul", np.multiply)
+_binary_kernel("Maximum", np.maximum)  # np.maximum and TensorFlow both propagate NaN
+_binary_kernel("Minimum", np.minimum)
+
+
+def _require_nonzero(y: Array) -> None:
+    """TensorFlow checks integer divisors on the CPU instead of letting the division trap."""
+    if _is_integer(y.dtype):
+        check(bool(np.all(y)), "Integer division by zero")
+
+
+def _truncating_int_div(x: Array, y: Array) -> Array:
+    """C's integer division (toward zero) from numpy's floor division; INT_MIN / -1 wraps to
+    INT_MIN as on TensorFlow's CPU."""
+    quotient = np.floor_divide(x, y)
+    quotient += (np.fmod(x, y) != 0) & ((x < 0) != (y < 0))
+    return quotient
+
+
+def _truncated_float_div(x: Array, y: Array) -> Array:
+    return np.trunc(np.true_divide(x, y))
+
+
+def _floor_float_div(x: Array, y: Array) -> Array:
+    """floor(x / y), which differs from numpy's floor_divide (e.g. 1 // 0.1 is 9 in numpy and
+    10 in TensorFlow)."""
+    return np.floor(np.true_divide(x, y))
+
+
+def _floor_float_mod(x: Array, y: Array) -> Array:
+    """The truncated remainder moved into the divisor's sign; unlike np.mod, a zero result keeps
+    the sign of x, as TensorFlow's does."""
+    remainder = np.fmod(x, y)
+    return np.where((remainder != 0) & ((remainder < 0) != (y < 0)), remainder + y, remainder)
+
+
+@kernel("Div")
+def div(x: Array, y: Array, **_) -> tuple[Array]:
+    """Integers divide toward zero (C semantics); everything else is true division."""
+    x, y = np.asarray(x), np.asarray(y)
+    if _is_integer(x.dtype):
+        _require_nonzero(y)
+        return _binary(_truncating_int_div, x, y, quiet=True)
+    return _binary(np.true_divide, x, y)
+
+
+@kernel("RealDiv")
+def real_div(x: Array, y: Array, **_) -> tuple[Array]:
+    return div(x, y)
+
+
+@kernel("TruncateDiv")
+def truncate_div(x: Array, y: Array, **_) -> tuple[Array]:
+    x, y = np.asarray(x), np.asarray(y)
+    if _is_integer(x.dtype):
+        _require_nonzero(y)
+        return _binary(_truncating_int_div, x, y, quiet=True)
+    return _binary(_truncated_float_div, x, y)
+
+
+@kernel("FloorDiv")
+def floor_div(x: Array, y: Array, **_) -> tuple[Array]:
+    x, y = np.asarray(x), np.asarray(y)
+    if _is_integer(x.dtype):
+        _require_nonzero(y)
+        return _binary(np.floor_divide, x, y, quiet=True)
+    return _binary(_floor_float_div, x, y)
+
+
+@kernel("FloorMod")
+def floor_mod(x: Array, y: Array, **_) -> tuple[Array]:
+    x, y = np.asarray(x), np.asarray(y)
+    if _is_integer(x.dtype):
+        _require_nonzero(y)
+        return _binary(np.mod, x, y, quiet=True)
+    return _binary(_floor_float_mod, x, y)
+
+
+@kernel("TruncateMod", "Mod")
+def truncate_mod(x: Array, y: Array, **_) -> tuple[Array]:
+    """C's fmod for integers and floats alike: the remainder takes the sign of x."""
+    x, y = np.asarray(x), np.asarray(y)
+    _require_nonzero(y)
+    return _binary(np.fmod, x, y, quiet=True)
+
+
+def _div_no_nan(x: Array, y: Array) -> Array:
+    """0 wherever y is 0, even for x = NaN or inf."""
+    return np.where(y == 0, np.zeros((), x.dtype), np.true_divide(x, y))
+
+
+_binary_kernel("DivNoNan", _div_no_nan)
+
+
+def _complex_pow(x: Array, y: Array) -> Array:
+    """exp(y log x), TensorFlow's formula, which (unlike numpy) makes 0 ** 0 NaN."""
+    return np.exp(y * np.log(x))
+
+
+@kernel("Pow")
+def pow_(x: Array, y: Array, **_) -> tuple[Array]:
+    x, y = np.asarray(x), np.asarray(y)
+    if _is_integer(x.dtype):
+        check(not np.any(y < 0), "Integers to negative integer powers are not allowed")
+    return _binary(_complex_pow if x.dtype.kind == "c" else np.power, x, y)
+
+
+def _squared_difference(x: Array, y: Array) -> Array:
+    difference = np.subtract(x, y)
+    if difference.dtype.kind == "c":
+        return difference * np.conj(difference)
+    return difference * difference
+
+
+_binary_kernel("SquaredDifference", _squared_difference)
+
+
+@kernel("Atan2")
+def atan2(y: Array, x: Array, **_) -> tuple[Array]:
+    """TensorFlow names the inputs (y, x), in that order."""
+    return _binary(np.arctan2, y, x)
+
+
+@kernel("AddN")
+def add_n(*inputs: Array, **_) -> tuple[Array]:
+    """Sums same-shaped tensors; unlike Add, AddN does not broadcast."""
+    first = np.asarray(inputs[0])
+    for other in inputs[1:]:
+        if np.shape(other) != first.shape:
+            raise KernelError("Inputs to operation AddN must have the same size and shape.  "
+                              f"Input 0: {shape_text(first)} != input: {shape_text(other)}")
+    total = first.copy()
+    with np.errstate(all="ignore"):
+        for other in inputs[1:]:
+            np.add(total, other, out=total)
+    return (total,)
+
+
+@kernel("ClipByValue")
+def clip_by_value(t: Array, clip_value_min: Array, clip_value_max: Array, **_) -> tuple[Array]:
+    """min(max) in TensorFlow's order and comparison form: the upper bound is applied first, so
+    min > max gives min, a NaN bound clips nothing, and NaN in `t` stays NaN."""
+    t = np.asarray(t)
+    for name, bound in (("clip_value_min", clip_value_min), ("clip_value_max", clip_value_max)):
+        if np.ndim(bound) != 0 and np.shape(bound) != t.shape:
+            raise KernelError(f"{name} must be either of the same shape as input, or a scalar. "
+                              f"input shape: {shape_text(t)} {name} shape: {shape_text(bound)}")
+    upper = np.where(clip_value_max < t, clip_value_max, t)
+    return (np.where(upper < clip_value_min, clip_value_min, upper).astype(t.dtype, copy=False),)
+
+
+# --- Unary math -------------------------------------------------------------------------------
+
+_unary_kernel("Neg", np.negative)
+_unary_kernel("Abs", np.abs)
+_unary_kernel("Sign", np.sign)      # NaN stays NaN; numpy 2 gives z/|z| for complex, as TF does
+_unary_kernel("Square", np.square)
+_unary_kernel("Sqrt", np.sqrt)
+_unary_kernel("Reciprocal", np.reciprocal)
+_unary_kernel("Inv", np.reciprocal)
+_unary_kernel("Exp", np.exp)
+_unary_kernel("Expm1", np.expm1)
+_unary_kernel("Log", np.log)
+_unary_kernel("Log1p", np.log1p)
+_unary_kernel("Sin", np.sin)
+_unary_kernel("Cos", np.cos)
+_unary_kernel("Tan", np.tan)
+_unary_kernel("Asin", np.arcsin)
+_unary_kernel("Acos", np.arccos)
+_unary_kernel("Atan", np.arctan)
+_unary_kernel("Sinh", np.sinh)
+_unary_kernel("Cosh", np.cosh)
+_unary_kernel("Tanh", np.tanh)
+_unary_kernel("Asinh", np.arcsinh)
+_unary_kernel("Acosh", np.arccosh)
+_unary_kernel("Atanh", np.arctanh)
+_unary_kernel("Floor", np.floor)
+_unary_kernel("Ceil", np.ceil)
+_unary_kernel("Rint", np.rint)       # rint rounds half to even, like TensorFlow's Rint and Round
+
+
+@kernel("Rsqrt")
+def rsqrt(x: Array, **_) -> tuple[Array]:
+    """Computed wide and rounded once, as TensorFlow does for half types."""
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        return (np.asarray(np.reciprocal(np.sqrt(widened(x))), x.dtype),)
+
+
+@kernel("Round")
+def round_(x: Array, **_) -> tuple[Array]:
+    """Half to even. Integers are returned unchanged (TensorFlow 2.21's CPU kernel returns 0
+    for every int32/int64 element, which is taken to be a bug and not reproduced)."""
+    x = np.asarray(x)
+    if _is_integer(x.dtype):
+        return (x.copy(),)
+    return _unary(np.rint, x)
+
+
+@kernel("IsNan")
+def is_nan(x: Array, **_) -> tuple[Array]:
+    return (np.asarray(np.isnan(x)),)
+
+
+@kernel("IsInf")
+def is_inf(x: Array, **_) -> tuple[Array]:
+    return (np.asarray(np.isinf(x)),)
+
+
+@kernel("IsFinite")
+def is_finite(x: Array, **_) -> tuple[Array]:
+    return (np.asarray(np.isfinite(x)),)
+
+
+def _series_coefficients(count: int) -> tuple[float, ...]:
+    """2^n / (2n+1)!! for n < count, highest first, for Horner's rule."""
+    coefficients = [1.0]
+    for n in range(1, count):
+        coefficients.append(coefficients[-1] * 2.0 / (2 * n + 1))
+    return tuple(reversed(coefficients))
+
+
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+_ONE_OVER_SQRT_PI = 0.5641895835477563
+_SERIES_LIMIT = 2.0
+# (series coefficients, continued-fraction depth): enough for double precision at |x| = 2, the
+# worst case of both expansions, and a cheaper pair that is ample for float32 and half types.
+_ERF_PRECISION = {True: (_series_coefficients(30), 40), False: (_series_coefficients(22), 20)}
+
+
+def _erf_series(a: Array, coefficients: tuple[float, ...]) -> Array:
+    """erf(a) for 0 <= a < 2 from exp(-a^2) * sum 2^n a^(2n+1) / (2n+1)!!, whose terms are all
+    positive, so nothing cancels."""
+    square = a * a
+    total = np.full_like(a, coefficients[0])
+    for coefficient in coefficients[1:]:
+        total *= square
+        total += coefficient
+    return _TWO_OVER_SQRT_PI * np.exp(-square) * a * total
+
+
+def _erfc_fraction(a: Array, depth: int) -> Array:
+    """erfc(a) for a >= 2 (and NaN, inf) from Laplace's continued fraction, evaluated from the
+    tail; the result keeps its relative accuracy far into the tail, where 1 - erf(a) would be
+    all rounding error."""
+    tail = np.zeros_like(a)
+    for n in range(depth, 0, -1):
+        tail = (0.5 * n) / (a + tail)
+    return _ONE_OVER_SQRT_PI * np.exp(-a * a) / (a + tail)
+
+
+def _erf_and_erfc(x: Array) -> tuple[Array, Array]:
+    """(erf(|x|), erfc(|x|)) in float64; numpy has no erf. Each is computed directly where it is
+    small (the series below 2, the fraction above) and as 1 minus the other elsewhere."""
+    coefficients, depth = _ERF_PRECISION[x.dtype == np.float64]
+    a = np.abs(x.astype(np.float64))
+    near = a < _SERIES_LIMIT
+    erf_of_abs, erfc_of_abs = np.empty_like(a), np.empty_like(a)
+    with np.errstate(all="ignore"):
+        if near.any():
+            erf_of_abs[near] = _erf_series(a[near], coefficients)
+            erfc_of_abs[near] = 1.0 - erf_of_abs[near]
+        if not near.all():
+            far = ~near
+            erfc_of_abs[far] = _erfc_fraction(a[far], depth)
+            erf_of_abs[far] = 1.0 - erfc_of_abs[far]
+    return erf_of_abs, erfc_of_abs
+
+
+@kernel("Erf")
+def erf(x: Array, **_) -> tuple[Array]:
+    x = np.asarray(x)
+    erf_of_abs, _ = _erf_and_erfc(x)
+    return (np.asarray(np.copysign(erf_of_abs, x.astype(np.float64))).astype(x.dtype),)
+
+
+@kernel("Erfc")
+def erfc(x: Array, **_) -> tuple[Array]:
+    x = np.asarray(x)
+    _, erfc_of_abs = _erf_and_erfc(x)
+    return (np.where(x < 0, 2.0 - erfc_of_abs, erfc_of_abs).astype(x.dtype),)
+
+
+# --- Comparisons, logic, bits -----------------------------------------------------------------
+
+def _compare(fn: Callable, x, y) -> tuple[Array]:
+    """A comparison or logical op: bool results, and never a floating-point warning."""
+    return (np.asarray(_broadcast(fn, np.asarray(x), np.asarray(y), quiet=False)),)
+
+
+def _equality(fn: Callable, x, y, incompatible_shape_error: bool, mismatch: bool) -> tuple[Array]:
+    """With incompatible_shape_error=False, TensorFlow answers shapes that do not broadcast with
+    one scalar: unequal."""
+    try:
+        return _compare(fn, x, y)
+    except KernelError:
+        if incompatible_shape_error:
+            raise
+        return (np.array(mismatch),)
+
+
+@kernel("Equal")
+def equal(x: Array, y: Array, *, incompatible_shape_error: bool = True, **_) -> tuple[Array]:
+    return _equality(np.equal, x, y, incompatible_shape_error, False)
+
+
+@kernel("NotEqual")
+def not_equal(x: Array, y: Array, *, incompatible_shape_error: bool = True, **_) -> tuple[Array]:
+    return _equality(np.not_equal, x, y, incompatible_shape_error, True)
+
+
+def _comparison_kernel(op: str, fn: Callable) -> None:
+    kernel(op)(_named(lambda x, y, **_: _compare(fn, x, y), op))
+
+
+_comparison_kernel("Less", np.less)
+_comparison_kernel("LessEqual", np.less_equal)
+_comparison_kernel("Greater", np.greater)
+_comparison_kernel("GreaterEqual", np.greater_equal)
+_comparison_kernel("LogicalAnd", np.logical_and)
+_comparison_kernel("LogicalOr", np.logical_or)
+_unary_kernel("LogicalNot", np.logical_not)
+_binary_kernel("BitwiseAnd", np.bitwise_and)
+_binary_kernel("BitwiseOr", np.bitwise_or)
+_binary_kernel("BitwiseXor", np.bitwise_xor)
+_unary_kernel("Invert", np.invert)
+
+
+def _clamped_shift(shift: Callable) -> Callable:
+    """TensorFlow clamps the shift amount into [0, bits - 1]; numpy would give 0 (or -1) for
+    over-wide shifts instead."""
+    return lambda x, y: shift(x, np.clip(y, 0, 8 * x.dtype.itemsize - 1))
+
+
+_binary_kernel("LeftShift", _clamped_shift(np.left_shift))
+_binary_kernel("RightShift", _clamped_shift(np.right_shift))
+
+
+# --- Cast -------------------------------------------------------------------------------------
+
+def _x86_int32(wide: Array) -> Array:
+    """cvttsd2si into 32 bits: truncation toward zero, and INT32_MIN for NaN and out of range."""
+    valid = (wide > -2147483649.0) & (wide < 2147483648.0)
+    return np.where(valid, wide, -2147483648.0).astype(np.int32)
+
+
+def _x86_int64(wide: Array) -> Array:
+    """cvttsd2si into 64 bits: truncation toward zero, and INT64_MIN for NaN and out of range."""
+    valid = (wide >= -9223372036854775808.0) & (wide < 9223372036854775808.0)
+    return np.where(valid, wide, -9223372036854775808.0).astype(np.int64)
+
+
+def _x86_unsigned(wide: Array, signed: Callable[[Array], Array], bits: int) -> Array:
+    """The compiler's unsigned conversion: the signed one, and where that overflowed, the
+    signed conversion of x - 2^(bits-1) with the top bit set."""
+    low = signed(wide)
+    high = signed(wide - float(2 ** (bits - 1)))
+    return (low | (high & (low >> (bits - 1)))).view(_UNSIGNED_OF_WIDTH[bits // 8])
+
+
+def _float_to_int(x: Array, dst: np.dtype) -> Array:
+    """TensorFlow's CPU float-to-integer cast as its vectorised (AVX2) loop computes it: convert
+    to int32 (or int64) with x86's truncating instruction, whose answer for NaN and out-of-range
+    values is the minimum integer, then narrow with saturation. float64 and float16 narrow to
+    uint8 through uint16 reinterpreted as int16, so values of 32768 and above become 0.
+
+    TensorFlow's scalar loop, which handles the last (size mod 8..32) elements and whole small
+    tensors, wraps instead of saturating for 8-, 16- and unsigned 32-bit targets; results for
+    NaN and out-of-range values there differ. In-range values agree everywhere."""
+    wide = x.astype(np.float64)
+    if dst == np.uint64:
+        return _x86_unsigned(wide, _x86_int64, 64)
+    if dst == np.int64:
+        return _x86_int64(wide)
+    if dst == np.uint32:
+        return _x86_unsigned(wide, _x86_int32, 32)
+    as_int32 = _x86_int32(wide)
+    if dst == np.int32:
+        return as_int32
+    if dst == np.uint8 and x.dtype in (np.float64, np.float16):
+        as_int32 = np.clip(as_int32, 0, 65535).astype(np.uint16).view(np.int16)
+    info = np.iinfo(dst)
+    return np.clip(as_int32, info.min, info.max).astype(dst)
+
+
+def _zero_dropped_bits(x: Array, dst: np.dtype) -> Array:
+    """Truncate=True: clear the mantissa bits the target cannot hold, so the cast truncates
+    toward zero instead of rounding. NaN stays NaN."""
+    dropped = _MANTISSA_BITS[x.dtype] - _MANTISSA_BITS[dst]
+    if dropped <= 0:
+        return x
+    bits = x.view(_UNSIGNED_OF_WIDTH[x.dtype.itemsize])
+    kept = bits & bits.dtype.type((1 << 8 * bits.itemsize) - (1 << dropped))
+    return np.where(np.isnan(x), x, kept.view(x.dtype))
+
+
+def _truncated_cast(x: Array, dst: np.dtype) -> Array:
+    """Truncate=True, applied per component for complex values."""
+    part = _COMPONENT_OF_COMPLEX.get(dst, dst)
+    if part not in _MANTISSA_BITS:
+        return x.astype(dst)
+    if x.dtype.kind == "c":
+        result = np.empty(x.shape, dst)
+        result.real = _zero_dropped_bits(x.real, part)
+        result.imag = _zero_dropped_bits(x.imag, part)
+        return result
+    return _zero_dropped_bits(x, part).astype(dst)
+
+
+@kernel("Cast")
+def cast(x: Array, *, DstT, Truncate: bool = False, **_) -> tuple[Array]:
+    """Complex to real keeps the real part (so 1j casts to False); float to integer saturates
+    as `_float_to_int` describes; Truncate=True truncates float mantissas instead of rounding
+    them."""
+    x = np.asarray(x)
+    dst = DstT.numpy
+    if dst is None or dst.kind == "O" or x.dtype.kind == "O":
+        raise KernelError(f"Cast {x.dtype} to {DstT.name} is not supported")
+    if x.dtype == dst:
+        return (x.copy(),)
+    if x.dtype.kind == "c" and dst.kind != "c":
+        x = x.real
+    if x.dtype in _FLOAT_TYPES and _is_integer(dst):
+        return (np.asarray(_float_to_int(x, dst)),)
+    with np.errstate(all="ignore"):
+        if Truncate and (x.dtype in _FLOAT_TYPES or x.dtype.kind == "c"):
+            return (np.asarray(_truncated_cast(x, dst)),)
+        return (x.astype(dst),)
+
+
+# --- Selection --------------------------------------------------------------------------------
+
+@kernel("Select")
+def select(condition: Array, x: Array, y: Array, **_) -> tuple[Array]:
+    """TF1 semantics: no broadcasting, but a vector condition picks whole rows (first
+    dimension) and a scalar condition picks a whole tensor."""
+    condition, x, y = np.asarray(condition), np.asarray(x), np.asarray(y)
+    if x.shape != y.shape:
+        raise KernelError(f"'then' and 'else' must have the same size.  but received: "
+                          f"{shape_text(x)} vs. {shape_text(y)}")
+    if condition.ndim == 0:
+        return ((x if condition else y).copy(),)
+    if condition.shape != x.shape:
+        if condition.ndim != 1 or x.ndim < 1:
+            raise KernelError("Inputs to operation Select must have the same size and shape.  "
+                              f"Input 0: {shape_text(condition)} != input 1: {shape_text(x)}")
+        if condition.shape[0] != x.shape[0]:
+            raise KernelError("Number of batches of 'then' must match size of 'cond', but saw: "
+                              f"{x.shape[0]} vs. {condition.shape[0]}")
+        condition = condition.reshape(condition.shape + (1,) * (x.ndim - 1))
+    return (np.where(condition, x, y),)
+
+
+@kernel("SelectV2")
+def select_v2(condition: Array, t: Array, e: Array, **_) -> tuple[Array]:
+    return (np.asarray(_broadcast(np.where, np.asarray(condition), np.asarray(t),
+                                  np.asarray(e), quiet=False)),)
+
+
+# --- Bias and matrix products -----------------------------------------------------------------
+
+@kernel("BiasAdd", "BiasAddV1")
+def bias_add(value: Array, bias: Array, *, data_format: str = "NHWC", **_) -> tuple[Array]:
+    """The channel axis is the last for NHWC and the second for NCHW (which for a matrix is
+    also the last)."""
+    value, bias = np.asarray(value), np.asarray(bias)
+    if value.ndim < 2 or bias.ndim != 1:
+        raise KernelError(f"BiasAdd needs an input of rank >= 2 and a 1D bias: "
+                          f"{shape_text(value)}, {shape_text(bias)}")
+    channel_axis = 1 if data_format.startswith("NC") else value.ndim - 1
+    if bias.shape[0] != value.shape[channel_axis]:
+        raise KernelError("Must provide as many biases as the channel dimension of the input "
+                          f"tensor: {shape_text(bias)} vs. {shape_text(value)}")
+    return _binary(np.add, value, bias.reshape(bias.shape + (1,) * (value.ndim - 1 - channel_axis)))
+
+
+def _matmul(x: Array, y: Array, out: np.dtype) -> Array:
+    """x @ y in `out`'s precision: half types are multiplied in float32 (numpy has no bfloat16
+    matmul) and rounded once."""
+    x, y = widened(x.astype(out, copy=False)), widened(y.astype(out, copy=False))
+    if _may_warn(out):
+        with np.errstate(all="ignore"):
+            return np.asarray(np.matmul(x, y)).astype(out, copy=False)
+    return np.asarray(np.matmul(x, y)).astype(out, copy=False)
+
+
+def _adjoint(x: Array, adjoint: bool) -> Array:
+    if not adjoint:
+        return x
+    swapped = np.swapaxes(x, -1, -2)
+    return np.conj(swapped) if x.dtype.kind == "c" else swapped
+
+
+@kernel("MatMul")
+def mat_mul(a: Array, b: Array, *, transpose_a: bool = False, transpose_b: bool = False,
+            **_) -> tuple[Array]:
+    """MatMul transposes without conjugating, even for complex inputs."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise KernelError(f"In[0] and In[1] must be matrices: {shape_text(a)}, {shape_text(b)}")
+    a, b = (a.T if transpose_a else a), (b.T if transpose_b else b)
+    if a.shape[1] != b.shape[0]:
+        raise KernelError(f"Matrix size-incompatible: In[0]: {shape_text(a)}, In[1]: "
+                          f"{shape_text(b)}")
+    return (_matmul(a, b, a.dtype),)
+
+
+def _batches_match(x: tuple, y: tuple, broadcast: bool) -> bool:
+    """Equal batch dimensions, or (for BatchMatMulV2 and V3) broadcastable ones."""
+    if not broadcast:
+        return x == y
+    return all(a == b or a == 1 or b == 1 for a, b in zip(x[::-1], y[::-1]))
+
+
+def _batch_mat_mul(x: Array, y: Array, adj_x: bool, adj_y: bool, out: np.dtype,
+                   broadcast: bool) -> tuple[Array]:
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim < 2 or y.ndim < 2:
+        raise KernelError(f"In[0] and In[1] ndims must be >= 2: {shape_text(x)}, "
+                          f"{shape_text(y)}")
+    x, y = _adjoint(x, adj_x), _adjoint(y, adj_y)
+    if x.shape[-1] != y.shape[-2] or not _batches_match(x.shape[:-2], y.shape[:-2], broadcast):
+        raise KernelError(f"Matrix size-incompatible: In[0]: {shape_text(x)}, In[1]: "
+                          f"{shape_text(y)}")
+    return (_matmul(x, y, out),)
+
+
+@kernel("BatchMatMul")
+def batch_mat_mul(x: Array, y: Array, *, adj_x: bool = False, adj_y: bool = False,
+                  **_) -> tuple[Array]:
+    """The first version requires equal batch dimensions."""
+    return _batch_mat_mul(x, y, adj_x, adj_y, np.asarray(x).dtype, broadcast=False)
+
+
+@kernel("BatchMatMulV2")
+def batch_mat_mul_v2(x: Array, y: Array, *, adj_x: bool = False, adj_y: bool = False,
+                     **_) -> tuple[Array]:
+    return _batch_mat_mul(x, y, adj_x, adj_y, np.asarray(x).dtype, broadcast=True)
+
+
+@kernel("BatchMatMulV3")
+def batch_mat_mul_v3(x: Array, y: Array, *, Tout, adj_x: bool = False, adj_y: bool = False,
+                     **_) -> tuple[Array]:
+    """Operands of other types (e.g. int8) are converted to Tout before multiplying."""
+    return _batch_mat_mul(x, y, adj_x, adj_y, Tout.numpy, broadcast=True)
+
+
+@kernel("Einsum")
+def einsum(*inputs: Array, equation: str, **_) -> tuple[Array]:
+    """TensorFlow accepts only explicit ('->') equations with one or two operands."""
+    if "->" not in equation or len(inputs) not in (1, 2):
+        raise KernelError(f"Einsum needs an explicit equation ('->') and 1 or 2 inputs: "
+                          f"{equation!r} with {len(inputs)}")
+    dtype = np.asarray(inputs[0]).dtype
+    operands = [widened(np.asarray(i)) for i in inputs]
+    try:
+        with np.errstate(all="ignore"):
+            result = np.einsum(equation, *operands, optimize=len(operands) > 1)
+    except ValueError as err:
+        raise KernelError(f"Einsum {equation!r} on "
+                          f"{', '.join(shape_text(o) for o in operands)}: {err}") from None
+    return (np.asarray(result).astype(dtype, copy=False),)

@@ -15,8 +15,8 @@ def check(condition: bool, message: str) -> None:
 def scalar_int(value, what: str) -> int:
     """An int from a 0-d (or 1-element) integer tensor, as ops take axes and counts."""
     array = np.asarray(value)
-    check(array.size == 1 and array.dtype.kind in "iu", f"{what} must be an integer scalar, got "
-          f"shape {array.shape} of {array.dtype}")
+    if array.size != 1 or array.dtype.kind not in "iu":
+        raise KernelError(f"{what} must be an integer scalar, got shape {array.shape} of {array.dtype}")
     return int(array.reshape(()))
 
 

@@ -1,0 +1,146 @@
+"""Runtime speed against TensorFlow and onnxruntime, measured in one run on this machine.
+
+Prints, per model and batch size, the median per-call latency of our runtime, of TensorFlow's
+loaded signature, and of onnxruntime on the tf2onnx conversion, with ratios; then the time from a
+fresh process to the first result, and the run loop's overhead per node on a long chain of cheap
+scalar ops. Nothing is asserted: these are measurements.
+
+Usage: python bench/bench_runtime.py [--repeats N]   (needs the `bench` extra)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = [ROOT / "tests/data/reference/savedmodels" / n for n in ("keras_mlp", "keras_cnn")] + [
+    ROOT / "tests/data/models" / n for n in ("lstm_stacked", "gru", "attention", "separable_cnn")]
+
+
+def median_seconds(call, repeats: int) -> float:
+    call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def batch_feeds(signature, batch: int, rng) -> dict:
+    feeds = {}
+    for key, spec in signature.inputs.items():
+        shape = (batch,) + tuple(spec.shape[1:])
+        if spec.dtype.startswith("DT_INT"):
+            feeds[key] = rng.integers(0, 10, shape).astype(np.int32)
+        else:
+            feeds[key] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def onnx_session(model_dir: Path, workdir: Path):
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    target = workdir / f"{model_dir.name}.onnx"
+    done = subprocess.run([sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(model_dir),
+                           "--signature_def", "serving_default", "--output", str(target)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    return onnxruntime.InferenceSession(str(target), options, providers=["CPUExecutionProvider"])
+
+
+def latency_table(repeats: int) -> None:
+    import tensorflow as tf
+    from savedmodel.runtime import load
+
+    rng = np.random.default_rng(0)
+    print(f"{'model':<16}{'batch':>6}{'ours ms':>10}{'tf ms':>10}{'ort ms':>10}{'tf/ours':>9}{'ort/ours':>9}")
+    with tempfile.TemporaryDirectory() as scratch:
+        for model_dir in MODELS:
+            ours = load(model_dir).signatures["serving_default"]
+            theirs = tf.saved_model.load(str(model_dir)).signatures["serving_default"]
+            session = onnx_session(model_dir, Path(scratch))
+            for batch in (1, 64):
+                feeds = batch_feeds(ours, batch, rng)
+                tf_feeds = {k: tf.constant(v) for k, v in feeds.items()}
+                t_ours = median_seconds(lambda: ours(**feeds), repeats)
+                t_tf = median_seconds(lambda: theirs(**tf_feeds), repeats)
+                t_ort = float("nan")
+                if session is not None:
+                    names = [i.name for i in session.get_inputs()]
+                    ort_feeds = dict(zip(names, feeds.values()))
+                    t_ort = median_seconds(lambda: session.run(None, ort_feeds), repeats)
+                print(f"{model_dir.name:<16}{batch:>6}{t_ours * 1e3:>10.3f}{t_tf * 1e3:>10.3f}"
+                      f"{t_ort * 1e3:>10.3f}{t_tf / t_ours:>9.2f}{t_ort / t_ours:>9.2f}")
+
+
+FIRST_RESULT = {
+    "ours": "from savedmodel.runtime import load\n"
+            "import numpy as np\n"
+            "load({d!r}).signatures['serving_default'](features=np.zeros((1, 8), np.float32))",
+    "tensorflow": "import tensorflow as tf\n"
+                  "m = tf.saved_model.load({d!r})\n"
+                  "m.signatures['serving_default'](features=tf.zeros((1, 8)))",
+}
+
+
+def first_result() -> None:
+    model_dir = str(MODELS[0])
+    seconds = {}
+    for name, code in FIRST_RESULT.items():
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code.format(d=model_dir)], check=True, capture_output=True)
+        seconds[name] = time.perf_counter() - start
+    print(f"fresh process to first result (keras_mlp): ours {seconds['ours']:.2f} s, "
+          f"TensorFlow {seconds['tensorflow']:.2f} s, ratio {seconds['tensorflow'] / seconds['ours']:.1f}x")
+
+
+def run_loop_overhead(nodes: int = 20000) -> None:
+    from savedmodel.protos import attr_value_pb2, graph_pb2, types_pb2
+    from savedmodel.runtime.executor import Context, run
+    from savedmodel.runtime.library import FunctionLibrary
+    from savedmodel.runtime.plan import GraphSpec, compile_plan
+    from savedmodel.runtime.resources import ResourceManager
+
+    graph = graph_pb2.GraphDef()
+    x = graph.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].CopyFrom(attr_value_pb2.AttrValue(type=types_pb2.DT_FLOAT))
+    previous = "x"
+    for i in range(nodes):
+        node = graph.node.add(name=f"n{i}", op="Identity", input=[previous])
+        node.attr["T"].CopyFrom(attr_value_pb2.AttrValue(type=types_pb2.DT_FLOAT))
+        previous = node.name
+    library = FunctionLibrary(graph.library, {})
+    spec = GraphSpec("chain", {n.name: n for n in graph.node},
+                     lambda t: (t.split(":")[0], int(t.split(":")[1]) if ":" in t else 0), {}, library.function_kernel)
+    plan = compile_plan(spec, [("x", 0)], [(previous, 0)])
+    context = Context(library, ResourceManager())
+    value = np.float32(1.0)
+    seconds = median_seconds(lambda: run(plan, [value], context), 5)
+    print(f"run loop: {seconds / nodes * 1e9:.0f} ns per node over a chain of {nodes} Identity nodes")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=50)
+    args = parser.parse_args()
+    run_loop_overhead()
+    first_result()
+    latency_table(args.repeats)
+
+
+if __name__ == "__main__":
+    main()
