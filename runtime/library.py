@@ -10,7 +10,7 @@ from __future__ import annotations
 from savedmodel.protos import function_pb2, op_def_pb2
 from savedmodel.runtime import executor
 from savedmodel.runtime.errors import SavedModelError
-from savedmodel.runtime.plan import GraphError, GraphSpec, Plan, Ref, compile_plan
+from savedmodel.runtime.plan import GraphError, GraphSpec, Plan, Ref, arg_length, compile_plan
 from savedmodel.runtime.registry import Kernel
 
 
@@ -77,15 +77,7 @@ class FunctionLibrary:
         for arg in op_def.output_arg:
             if arg.name == arg_name:
                 return offset
-            offset += _arg_length(arg, node)
+            offset += arg_length(arg, node)
         raise GraphError(f"function {function!r}: op {node.op} of node {node.name!r} has no "
                          f"output {arg_name!r}")
 
-
-def _arg_length(arg: op_def_pb2.OpDef.ArgDef, node) -> int:
-    """How many tensors an op argument stands for in this node."""
-    if arg.number_attr:
-        return node.attr[arg.number_attr].i
-    if arg.type_list_attr:
-        return len(node.attr[arg.type_list_attr].list.type)
-    return 1

@@ -60,8 +60,10 @@ class Model:
 
     @property
     def variables(self) -> dict[str, np.ndarray]:
-        """Current value of every variable, by its object-graph path (or its graph name)."""
-        return {name: var.value for name, var in self._object_variables.items()}
+        """Current value of every variable: by object-graph path in TensorFlow 2 models, by
+        shared name in TensorFlow 1 models."""
+        found = self._object_variables or self._context.resources.by_name()
+        return {name: var.value for name, var in found.items()}
 
     def run_graph(self, feeds: dict[Ref, object], fetches: list[Ref], targets=()) -> list:
         """Run the top-level graph with session semantics (only what fetches need)."""

@@ -163,9 +163,55 @@ def _step(spec: GraphSpec, name: str, slots: dict[str, int], frees: tuple[int, .
     where = f"{spec.where}: node {name!r} (op {node.op})"
     kernel = spec.function_kernel(node.op) or registry.lookup(node.op, f"{name!r} in {spec.where}")
     attrs = decode_attrs(_with_defaults(node, spec.op_defs.get(node.op)), where)
+    if kernel.named:
+        attrs["node_name"] = name
     data, _ = _inputs(spec, node)
-    return Step(name, node.op, kernel.fn, kernel.context, attrs, slots[name],
+    fn = kernel.fn
+    derefs = _dereferenced_inputs(spec, node, data)
+    if derefs:
+        fn = _reading_refs(fn, tuple(p + kernel.context for p in derefs))
+    return Step(name, node.op, fn, kernel.context, attrs, slots[name],
                 tuple((slots[n], k) for n, k in data), frees)
+
+
+def arg_length(arg: op_def_pb2.OpDef.ArgDef, node) -> int:
+    """How many tensors an op argument stands for in this node."""
+    if arg.number_attr:
+        return node.attr[arg.number_attr].i
+    if arg.type_list_attr:
+        return len(node.attr[arg.type_list_attr].list.type)
+    return 1
+
+
+def _ref_flags(args, node) -> list[bool]:
+    return [flag for arg in args for flag in [arg.is_ref] * arg_length(arg, node)]
+
+
+def _dereferenced_inputs(spec: GraphSpec, node, data: list[Ref]) -> list[int]:
+    """Positions of inputs where a TensorFlow 1 reference (a ref variable) meets an argument
+    that takes a value: TensorFlow reads the variable there."""
+    consumer = spec.op_defs.get(node.op)
+    takes_ref = _ref_flags(consumer.input_arg, node) if consumer else []
+    positions = []
+    for position, (producer_name, index) in enumerate(data):
+        producer = spec.nodes.get(producer_name)
+        producer_def = spec.op_defs.get(producer.op) if producer is not None else None
+        if producer_def is None or not any(a.is_ref for a in producer_def.output_arg):
+            continue
+        gives_ref = _ref_flags(producer_def.output_arg, producer)
+        if index < len(gives_ref) and gives_ref[index] and not (
+                position < len(takes_ref) and takes_ref[position]):
+            positions.append(position)
+    return positions
+
+
+def _reading_refs(fn: Callable[..., tuple], positions: tuple[int, ...]) -> Callable[..., tuple]:
+    def call(*args, **attrs):
+        args = list(args)
+        for position in positions:
+            args[position] = args[position].read()
+        return fn(*args, **attrs)
+    return call
 
 
 def _with_defaults(node, op_def):

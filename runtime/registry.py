@@ -21,6 +21,7 @@ class Kernel:
     fn: Callable[..., tuple]
     context: bool
     stateful: bool
+    named: bool = False
 
 
 class DuplicateKernelError(SavedModelError):
@@ -34,11 +35,13 @@ class UnsupportedOpError(SavedModelError):
 _KERNELS: dict[str, Kernel] = {}
 
 
-def kernel(*ops: str, context: bool = False, stateful: bool = False):
+def kernel(*ops: str, context: bool = False, stateful: bool = False, named: bool = False):
     """Register the decorated function as the kernel of each op type in `ops`.
 
     `stateful` marks ops with side effects (variable writes, printing), which a function body
-    runs even when no output needs them."""
+    runs even when no output needs them. `named` kernels also receive `node_name`, for ops
+    whose meaning depends on it (a TensorFlow 1 variable without a shared name is shared by
+    its node name)."""
     if not ops:
         raise ValueError("kernel() needs at least one op type name")
 
@@ -47,7 +50,7 @@ def kernel(*ops: str, context: bool = False, stateful: bool = False):
             if op in _KERNELS:
                 raise DuplicateKernelError(f"op {op!r} already has the kernel "
                                            f"{_KERNELS[op].fn.__module__}.{_KERNELS[op].fn.__name__}")
-            _KERNELS[op] = Kernel(op, fn, context, stateful)
+            _KERNELS[op] = Kernel(op, fn, context, stateful, named)
         return fn
 
     return register

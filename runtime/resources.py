@@ -55,3 +55,7 @@ class ResourceManager:
     def bind(self, container: str, shared_name: str, variable: Variable) -> None:
         """Make `VarHandleOp(container, shared_name)` nodes resolve to an existing variable."""
         self._variables[(container, shared_name)] = variable
+
+    def by_name(self) -> dict[str, Variable]:
+        """Every variable by its shared name (container-qualified when it has a container)."""
+        return {f"{c}/{n}" if c else n: v for (c, n), v in self._variables.items()}

@@ -117,3 +117,10 @@ def test_runs_in_a_clean_process_without_tensorflow():
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("name", ["tf1_resource", "tf1_ref"])
+def test_tensorflow1_variables_are_restored_by_name(name):
+    model = load(next(p for p in EXTRA_MODELS if p.name == name))
+    assert sorted(model.variables) == ["b", "w"]
+    np.testing.assert_array_equal(model.variables["b"], np.array([0.5, -0.25], np.float32))

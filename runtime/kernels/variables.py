@@ -56,3 +56,32 @@ def resource_gather(handle, indices, *, batch_dims=0, **_):
     check(indices.size == 0 or (indices.min() >= 0 and indices.max() < limit),
           f"ResourceGather: indices out of range [0, {limit}) for variable {handle.name!r}")
     return (np.take(value, indices, axis=0),)
+
+
+@kernel("VariableV2", "Variable", context=True, stateful=True, named=True)
+def ref_variable(ctx, *, container="", shared_name="", dtype, shape, node_name, **_):
+    """A TensorFlow 1 reference variable; without a shared name it is shared by node name."""
+    return (ctx.resources.variable(container or "", shared_name or node_name, dtype, shape),)
+
+
+@kernel("Assign", stateful=True)
+def assign(ref, value, **_):
+    ref.assign(value)
+    return (ref,)
+
+
+@kernel("AssignAdd", stateful=True)
+def assign_add(ref, value, **_):
+    ref.assign(np.add(ref.read(), value, dtype=ref.dtype.numpy))
+    return (ref,)
+
+
+@kernel("AssignSub", stateful=True)
+def assign_sub(ref, value, **_):
+    ref.assign(np.subtract(ref.read(), value, dtype=ref.dtype.numpy))
+    return (ref,)
+
+
+@kernel("IsVariableInitialized", stateful=True)
+def is_variable_initialized(ref, **_):
+    return (np.array(ref.value is not None),)

@@ -95,6 +95,34 @@ class NestedControlFlow(tf.Module):
                                         lambda: tf.constant(-1.0)])}
 
 
+def export_tf1(name: str, use_resource: bool, x: np.ndarray) -> None:
+    """A TensorFlow 1 style export: a Session graph saved by SavedModelBuilder, whose variables
+    are restored by name through its saver_def (ref variables unless use_resource)."""
+    path = HERE / name
+    graph = tf.Graph()
+    with graph.as_default():
+        rng = np.random.default_rng(2)
+        inputs = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.compat.v1.get_variable("w", initializer=rng.standard_normal((3, 2)).astype(np.float32),
+                                      use_resource=use_resource)
+        b = tf.compat.v1.get_variable("b", initializer=np.array([0.5, -0.25], np.float32),
+                                      use_resource=use_resource)
+        y = tf.nn.relu(tf.matmul(inputs, w) + b, name="y")
+        total = tf.reduce_sum(y, name="total")
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            builder = tf.compat.v1.saved_model.Builder(str(path))
+            signature = tf.compat.v1.saved_model.predict_signature_def({"x": inputs}, {"y": y, "total": total})
+            builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map={"serving_default": signature})
+            builder.save()
+    with tf.compat.v1.Session(graph=tf.Graph()) as session:
+        meta = tf.compat.v1.saved_model.load(session, ["serve"], str(path))
+        outputs = meta.signature_def["serving_default"].outputs
+        values = session.run({k: v.name for k, v in outputs.items()}, {"x:0": x})
+    np.savez(HERE / f"{name}.io.npz", **{"sig/serving_default/in/x": x},
+             **{f"sig/serving_default/out/{k}": v for k, v in values.items()})
+
+
 def export_keras(name: str, model, inputs: dict) -> None:
     path = HERE / name
     model.export(str(path), verbose=False)
@@ -137,6 +165,9 @@ def main(names: list[str]) -> None:
             "run": {"x": np.array([1.0, -2.0, 0.5], np.float32), "n": np.array(5, np.int32)},
             "branch": {"k": np.array(1, np.int32)}}),
     }
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    jobs["tf1_resource"] = lambda: export_tf1("tf1_resource", True, x)
+    jobs["tf1_ref"] = lambda: export_tf1("tf1_ref", False, x)
     for name in names or list(jobs):
         shutil.rmtree(HERE / name, ignore_errors=True)
         jobs[name]()
