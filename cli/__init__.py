@@ -1,19 +1,24 @@
-"""The `savedmodel` command: inspect SavedModels without TensorFlow.
+"""The `savedmodel` command: inspect, run and compare SavedModels and checkpoints without
+TensorFlow.
 
-A thin client of `savedmodel.runtime`: commands parse arguments, call the library and format
-its answers. Errors caused by the input are one line on stderr and exit status 1.
+A thin client of `savedmodel.runtime` and the inspection modules: commands parse arguments, call
+the library and format its answers. Errors caused by the input are one line on stderr and exit
+status 1; stdout carries only results.
 """
 from __future__ import annotations
 
 import click
 
+from savedmodel.cli.inspect_commands import ckpt, diff, ops
+from savedmodel.cli.run_commands import compare, run
 from savedmodel.cli.show import show
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="savedmodel")
 def main() -> None:
-    """Inspect TensorFlow SavedModels and checkpoints without TensorFlow."""
+    """Inspect, run and compare TensorFlow SavedModels and checkpoints without TensorFlow."""
 
 
-main.add_command(show)
+for command in (show, run, ops, ckpt, diff, compare):
+    main.add_command(command)

@@ -1,0 +1,129 @@
+"""`savedmodel run` and `savedmodel compare`: run signatures on numpy, and check them against
+TensorFlow."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import click
+import numpy as np
+
+from savedmodel.cli.errors import reports_errors
+from savedmodel.compare import differences, import_tensorflow, random_feeds, run_ours, run_tensorflow
+from savedmodel.input_specs import InputSpecError, parse_input_exprs, parse_inputs
+from savedmodel.runtime import load
+
+_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+def _tags(text: str) -> set[str]:
+    return {t.strip() for t in text.split(",") if t.strip()}
+
+
+def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
+    files, literals = parse_inputs(inputs), parse_input_exprs(input_exprs)
+    both = sorted(files.keys() & literals.keys())
+    if both:
+        raise InputSpecError(f"inputs given by both --inputs and --input-exprs: {both}")
+    return {**files, **literals}
+
+
+@click.command()
+@click.argument("export_dir", type=_DIR)
+@click.option("--signature-def", "--signature_def", "signature", default="serving_default",
+              show_default=True, help="The SignatureDef to run.")
+@click.option("--tag-set", "--tag_set", "tags", default="serve", show_default=True,
+              help="Comma-separated tag-set of the MetaGraphDef.")
+@click.option("--inputs", metavar="SPEC", help="NAME=file.npy or NAME=file.npz[key], separated by ';'.")
+@click.option("--input-exprs", "--input_exprs", "input_exprs", metavar="SPEC",
+              help="NAME=<Python literal>, separated by ';' (parsed as a literal, never evaluated).")
+@click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write each output to OUTDIR/<key>.npy instead of printing it.")
+@click.option("--overwrite", is_flag=True, help="Replace existing .npy files in --outdir.")
+@reports_errors
+def run(export_dir: Path, signature: str, tags: str, inputs: str | None, input_exprs: str | None,
+        outdir: Path | None, overwrite: bool) -> None:
+    """Run one signature of the SavedModel in EXPORT_DIR on the numpy runtime."""
+    feeds = _given_feeds(inputs, input_exprs)
+    outputs = load(export_dir, _tags(tags)).signatures[signature](**feeds)
+    if outdir is None:
+        with np.printoptions(threshold=1000):
+            for key, value in outputs.items():
+                click.echo(f"Result for output key {key}:\n{value!r}")
+        return
+    _write_outputs(outputs, outdir, overwrite)
+
+
+def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
+    outdir.mkdir(parents=True, exist_ok=True)
+    targets = {key: outdir / f"{key.replace('/', '_')}.npy" for key in outputs}
+    existing = [str(p) for p in targets.values() if p.exists()]
+    if existing and not overwrite:
+        raise click.ClickException(f"output files exist (use --overwrite): {', '.join(existing)}")
+    for key, path in targets.items():
+        value = outputs[key]
+        if value.dtype == object:
+            value = value.astype(bytes)
+        handle, scratch = tempfile.mkstemp(dir=outdir, suffix=".npy.tmp")
+        with os.fdopen(handle, "wb") as f:
+            np.save(f, value, allow_pickle=False)
+        os.replace(scratch, path)
+        click.echo(f"{key}: {path}")
+
+
+@click.command()
+@click.argument("export_dir", type=_DIR)
+@click.option("--signature-def", "--signature_def", "signatures", multiple=True,
+              help="Signatures to compare (repeatable; default: all).")
+@click.option("--tag-set", "--tag_set", "tags", default="serve", show_default=True)
+@click.option("--inputs", metavar="SPEC", help="As for `run`; inputs not given are random.")
+@click.option("--input-exprs", "--input_exprs", "input_exprs", metavar="SPEC", help="As for `run`.")
+@click.option("--batch", default=2, show_default=True, help="Size of unknown dimensions in random inputs.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--atol", default=1e-6, show_default=True)
+@click.option("--rtol", default=1e-5, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
+@reports_errors
+def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: str | None,
+            input_exprs: str | None, batch: int, seed: int, atol: float, rtol: float, as_json: bool) -> None:
+    """Run signatures on our runtime and on TensorFlow (when installed) and report the largest
+    absolute and relative differences; exit 1 when any output is beyond --atol/--rtol."""
+    given = _given_feeds(inputs, input_exprs)
+    model = load(export_dir, _tags(tags))
+    names = list(signatures) or list(model.signatures)
+    click.echo("importing TensorFlow...", err=True)
+    tf = import_tensorflow()
+    if tf is None:
+        click.echo("TensorFlow is not installed: running on our runtime only", err=True)
+    report, failed = [], False
+    for name in names:
+        feeds = {**random_feeds(model.signatures[name], batch, seed), **given}
+        feeds = {k: v for k, v in feeds.items() if k in model.signatures[name].inputs}
+        click.echo(f"running {name}...", err=True)
+        ours = run_ours(export_dir, name, feeds, _tags(tags))
+        theirs = run_tensorflow(tf, export_dir, name, feeds) if tf is not None else None
+        rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
+        failed |= any(not r.within for r in rows)
+        report.append({"signature": name, "outputs": [r.__dict__ | {"shape": list(r.shape)} for r in rows]
+                       if theirs is not None else [{"key": k, "dtype": str(v.dtype), "shape": list(v.shape)}
+                                                   for k, v in ours.items()]})
+    _print_report(report, as_json, tf is not None)
+    if failed:
+        raise SystemExit(1)
+
+
+def _print_report(report: list[dict], as_json: bool, compared: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"schema": "savedmodel.compare/1", "compared_with_tensorflow": compared,
+                               "signatures": report}, indent=1))
+        return
+    for entry in report:
+        for row in entry["outputs"]:
+            if not compared:
+                click.echo(f"{entry['signature']}/{row['key']}: {row['dtype']} {row['shape']} (not compared)")
+                continue
+            verdict = "ok" if row["within"] else "DIFFERENT"
+            click.echo(f"{entry['signature']}/{row['key']}: max abs {row['max_abs']:.3g}, "
+                       f"max rel {row['max_rel']:.3g}  {verdict}")

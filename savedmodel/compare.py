@@ -1,0 +1,92 @@
+"""Running a SavedModel's signatures on our runtime and on TensorFlow, and measuring how far
+the outputs differ. TensorFlow is imported only here, only when asked, and only if installed."""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from savedmodel.runtime import load
+from savedmodel.runtime.dtypes import from_name
+
+
+@dataclass(frozen=True)
+class OutputDifference:
+    key: str
+    dtype: str
+    shape: tuple
+    max_abs: float
+    max_rel: float
+    same_dtype_and_shape: bool
+    within: bool
+
+
+def random_feeds(signature, batch: int, seed: int) -> dict[str, np.ndarray]:
+    """Inputs for every input of a signature: unknown dimensions become `batch`; floats are
+    standard normal, integers in [0, 10), bools random, strings empty."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for key, spec in signature.inputs.items():
+        dtype = from_name(spec.dtype)
+        shape = tuple(batch if d is None else d for d in (spec.shape or ()))
+        if dtype.is_string:
+            feeds[key] = np.full(shape, b"", dtype=object)
+        elif dtype.numpy.kind == "b":
+            feeds[key] = rng.integers(0, 2, shape).astype(bool)
+        elif dtype.numpy.kind in "iu":
+            feeds[key] = rng.integers(0, 10, shape).astype(dtype.numpy)
+        else:
+            feeds[key] = rng.standard_normal(shape).astype(dtype.numpy)
+    return feeds
+
+
+def import_tensorflow():
+    """TensorFlow, or None when it is not installed."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        return importlib.import_module("tensorflow")
+    except ImportError:
+        return None
+
+
+def run_tensorflow(tf, export_dir: Path, signature: str, feeds: dict) -> dict[str, np.ndarray]:
+    loaded = tf.saved_model.load(str(export_dir))
+    outputs = loaded.signatures[signature](**{k: tf.constant(v) for k, v in feeds.items()})
+    return {k: v.numpy() for k, v in outputs.items()}
+
+
+def differences(ours: dict, theirs: dict, atol: float, rtol: float) -> list[OutputDifference]:
+    found = []
+    for key in sorted(ours.keys() | theirs.keys()):
+        a, b = ours.get(key), theirs.get(key)
+        if a is None or b is None:
+            found.append(OutputDifference(key, "missing", (), float("inf"), float("inf"), False, False))
+            continue
+        same = a.dtype == b.dtype and a.shape == b.shape
+        max_abs, max_rel, close = _distance(a, b, atol, rtol) if same else (float("inf"), float("inf"), False)
+        found.append(OutputDifference(key, str(a.dtype), a.shape, max_abs, max_rel, same, same and close))
+    return found
+
+
+def _distance(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple[float, float, bool]:
+    if a.dtype == object or a.dtype.kind == "b":
+        equal = bool(np.array_equal(a, b))
+        return (0.0 if equal else float("inf")), (0.0 if equal else float("inf")), equal
+    wide_a, wide_b = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), b.astype(
+        np.complex128 if b.dtype.kind == "c" else np.float64)
+    if a.size == 0:
+        return 0.0, 0.0, True
+    with np.errstate(all="ignore"):
+        diff = np.abs(wide_a - wide_b)
+        both_nan = np.isnan(wide_a) & np.isnan(wide_b)
+        diff = np.where(both_nan, 0.0, diff)
+        rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(wide_b), np.finfo(np.float64).tiny))
+    close = bool(np.all((diff <= atol + rtol * np.abs(wide_b)) | both_nan))
+    return float(np.max(diff)), float(np.max(rel)), close
+
+
+def run_ours(export_dir: Path, signature: str, feeds: dict, tags) -> dict[str, np.ndarray]:
+    return load(export_dir, tags).signatures[signature](**feeds)

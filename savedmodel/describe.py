@@ -1,0 +1,227 @@
+"""Descriptions of SavedModels and checkpoints as plain data: what `savedmodel show`, `ops`,
+`ckpt` and `diff` print, and what their `--json` output holds.
+
+Each description is a dict of JSON types with a `schema` key naming its version; the schemas
+are documented in docs/json-schemas.md and only change with a new version number. Nothing here
+runs a graph or needs TensorFlow.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+from savedmodel.protos import meta_graph_pb2, types_pb2
+from savedmodel.runtime import dtypes, registry, structure
+from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.saved_model_file import format_tags, read_saved_model, signatures, tag_set
+from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
+from savedmodel.runtime.tensor_proto import shape_from_proto
+
+SHOW_SCHEMA = "savedmodel.show/1"
+OPS_SCHEMA = "savedmodel.ops/1"
+CKPT_SCHEMA = "savedmodel.ckpt/1"
+DIFF_SCHEMA = "savedmodel.diff/1"
+ALWAYS_SUPPORTED = frozenset({"Placeholder"})
+"""Ops the runtime handles without a kernel: placeholders are fed."""
+
+
+def describe_model(export_dir: str | Path) -> dict:
+    """Tag-sets, signatures, saved functions, variables and ops of a SavedModel."""
+    export_dir = Path(export_dir)
+    model = read_saved_model(export_dir)
+    variables = _variables(export_dir)
+    return {"schema": SHOW_SCHEMA, "path": str(export_dir),
+            "meta_graphs": [_meta_graph(m, variables) for m in model.meta_graphs]}
+
+
+def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict]) -> dict:
+    return {"tags": sorted(tag_set(meta_graph)),
+            "signatures": [_signature(s) for s in signatures(meta_graph)],
+            "functions": _functions(meta_graph),
+            "variables": variables,
+            "ops": op_counts(meta_graph)}
+
+
+def _signature(info) -> dict:
+    return {"name": info.name, "method_name": info.method_name,
+            "inputs": [_tensor(t) for t in info.inputs], "outputs": [_tensor(t) for t in info.outputs]}
+
+
+def _tensor(spec) -> dict:
+    return {"key": spec.key, "dtype": spec.dtype, "shape": _shape(spec.shape), "tensor_name": spec.tensor_name}
+
+
+def _shape(shape) -> list | None:
+    return None if shape is None else list(shape)
+
+
+def _functions(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[dict]:
+    objects = meta_graph.object_graph_def
+    found = []
+    if not len(objects.nodes):
+        return found
+    for child in objects.nodes[0].children:
+        node = objects.nodes[child.node_id]
+        if node.HasField("function"):
+            found.append({"name": child.local_name, "concrete_functions": [
+                _concrete(name, objects.concrete_functions.get(name)) for name in node.function.concrete_functions]})
+    return found
+
+
+def _concrete(name: str, saved) -> dict:
+    if saved is None:
+        raise FileFormatError(f"the object graph names concrete function {name!r} but does not describe it")
+    where = f"concrete function {name!r}"
+    decoded = structure.decode(saved.canonicalized_input_signature, where)
+    args, kwargs = decoded if isinstance(decoded, tuple) and len(decoded) == 2 else ((), {})
+    return {"name": name,
+            "args": [_argument(a) for a in args],
+            "kwargs": {k: _argument(v) for k, v in sorted(kwargs.items())},
+            "outputs": _structure(structure.decode(saved.output_signature, where))}
+
+
+def _argument(value) -> dict:
+    return _structure(value)
+
+
+def _structure(value):
+    """A decoded structure as JSON: specs as {"tensor_spec": ...}, containers as lists/dicts."""
+    if isinstance(value, structure.TensorSpec):
+        return {"tensor_spec": {"name": value.name, "dtype": value.dtype.name, "shape": _shape(value.shape)}}
+    if isinstance(value, dict):
+        return {"dict": {k: _structure(v) for k, v in sorted(value.items())}}
+    if isinstance(value, (list, tuple)):
+        return {"list" if isinstance(value, list) else "tuple": [_structure(v) for v in value]}
+    if isinstance(value, structure.NamedTuple):
+        return {"named_tuple": {"name": value.name, "fields": {k: _structure(v) for k, v in value.fields}}}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"value": value}
+    return {"value": repr(value)}
+
+
+def _variables(export_dir: Path) -> list[dict]:
+    prefix = export_dir / "variables" / "variables"
+    if not index_path(prefix).is_file():
+        return []
+    return describe_checkpoint(prefix)["tensors"]
+
+
+def op_counts(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[dict]:
+    """How often each op occurs in the graph and its functions, and whether the runtime can
+    run it (library function names count as supported ops)."""
+    graph = meta_graph.graph_def
+    functions = {f.signature.name for f in graph.library.function}
+    counts = Counter(node.op for node in graph.node)
+    for function in graph.library.function:
+        counts.update(node.op for node in function.node_def)
+    return [{"op": op, "count": count,
+             "supported": op in functions or op in ALWAYS_SUPPORTED or registry.is_supported(op),
+             "function": op in functions}
+            for op, count in sorted(counts.items())]
+
+
+def describe_ops(export_dir: str | Path) -> dict:
+    model = read_saved_model(export_dir)
+    return {"schema": OPS_SCHEMA, "path": str(export_dir),
+            "meta_graphs": [{"tags": sorted(tag_set(m)), "ops": op_counts(m)} for m in model.meta_graphs]}
+
+
+def checkpoint_prefix(path: str | Path) -> Path:
+    """The checkpoint prefix a user means by `path`: a prefix, an `.index` file, a SavedModel
+    directory (its variables), or a directory with a `checkpoint` state file (the latest)."""
+    path = Path(path)
+    if path.suffix == ".index" and path.is_file():
+        return path.with_suffix("")
+    if path.is_dir():
+        if (path / "variables" / "variables.index").is_file():
+            return path / "variables" / "variables"
+        latest = _latest_from_state_file(path)
+        if latest is not None:
+            return latest
+        raise FileFormatError(f"{path}: a directory without a SavedModel's variables or a "
+                              "`checkpoint` state file")
+    if index_path(path).is_file():
+        return path
+    raise FileFormatError(f"{path}: no checkpoint here (no {index_path(path).name})")
+
+
+def _latest_from_state_file(directory: Path) -> Path | None:
+    state = directory / "checkpoint"
+    if not state.is_file():
+        return None
+    for line in state.read_text(errors="replace").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model_checkpoint_path":
+            name = value.strip().strip('"')
+            return Path(name) if Path(name).is_absolute() else directory / name
+    raise FileFormatError(f"{state}: no model_checkpoint_path line")
+
+
+def describe_checkpoint(path: str | Path) -> dict:
+    """Every tensor of a checkpoint with dtype, shape and stored size in bytes."""
+    prefix = checkpoint_prefix(path)
+    reader = BundleReader(prefix)
+    tensors = []
+    for key in reader.keys():
+        if key == OBJECT_GRAPH_KEY:
+            continue
+        entry = reader.entry(key)
+        shape = shape_from_proto(entry.shape)
+        elements = math.prod(shape) if shape is not None and None not in shape else None
+        tensors.append({"key": key, "dtype": _dtype_name(entry.dtype), "shape": _shape(shape),
+                        "elements": elements, "bytes": _stored_bytes(entry, elements)})
+    return {"schema": CKPT_SCHEMA, "path": str(prefix), "num_shards": reader.header.num_shards,
+            "tensors": tensors}
+
+
+def _stored_bytes(entry, elements: int | None) -> int | None:
+    """Bytes in the data shards: the entry's extent, or for a tensor stored in slices its
+    element count times the item size (None for sliced strings, whose size varies)."""
+    if not entry.slices:
+        return entry.size
+    try:
+        itemsize = dtypes.from_enum(entry.dtype).itemsize
+    except dtypes.UnknownDTypeError:
+        return None
+    return elements * itemsize if itemsize and elements is not None else None
+
+
+def _dtype_name(enum: int) -> str:
+    try:
+        return types_pb2.DataType.Name(enum)
+    except ValueError:
+        return f"DataType({enum})"
+
+
+def diff_models(a: str | Path, b: str | Path) -> dict:
+    """Differences between two SavedModels in signatures, ops and variables."""
+    left, right = describe_model(a), describe_model(b)
+    first = {format_tags(m["tags"]): m for m in left["meta_graphs"]}
+    second = {format_tags(m["tags"]): m for m in right["meta_graphs"]}
+    meta_graphs = []
+    for tags in sorted(first.keys() | second.keys()):
+        if tags not in first or tags not in second:
+            meta_graphs.append({"tags": tags.split(","), "only_in": "a" if tags in first else "b"})
+            continue
+        meta_graphs.append({"tags": tags.split(","), **_diff_meta_graph(first[tags], second[tags])})
+    return {"schema": DIFF_SCHEMA, "a": str(a), "b": str(b), "meta_graphs": meta_graphs,
+            "identical": all(_is_empty(m) for m in meta_graphs)}
+
+
+def _is_empty(meta_graph_diff: dict) -> bool:
+    return "only_in" not in meta_graph_diff and not any(
+        meta_graph_diff[k][side] for k in ("signatures", "ops", "variables") for side in meta_graph_diff[k])
+
+
+def _diff_meta_graph(a: dict, b: dict) -> dict:
+    return {"signatures": _diff_keyed({s["name"]: s for s in a["signatures"]},
+                                      {s["name"]: s for s in b["signatures"]}),
+            "ops": _diff_keyed({o["op"]: o["count"] for o in a["ops"]}, {o["op"]: o["count"] for o in b["ops"]}),
+            "variables": _diff_keyed({v["key"]: {k: v[k] for k in ("dtype", "shape")} for v in a["variables"]},
+                                     {v["key"]: {k: v[k] for k in ("dtype", "shape")} for v in b["variables"]})}
+
+
+def _diff_keyed(a: dict, b: dict) -> dict:
+    return {"removed": sorted(a.keys() - b.keys()), "added": sorted(b.keys() - a.keys()),
+            "changed": [{"name": k, "a": a[k], "b": b[k]} for k in sorted(a.keys() & b.keys()) if a[k] != b[k]]}

@@ -1,0 +1,163 @@
+"""The commands of `savedmodel` on every model of the corpus, a model with unsupported ops,
+checkpoints, and bad input."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS
+from savedmodel import compare as compare_module
+from savedmodel.cli import main
+from savedmodel.describe import describe_checkpoint
+from savedmodel.runtime import load
+from savedmodel.runtime.tensor_bundle import BundleReader
+from test_runtime_errors import _node, _placeholder, _write
+
+ALL_MODELS = SAVEDMODELS + EXTRA_MODELS
+SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
+
+
+def _run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _ok(*args) -> str:
+    result = _run(*args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def unsupported_model(tmp_path):
+    nodes = [_placeholder("x"), _node("mystery", "FancyNewOp", ["x"])]
+    return _write(tmp_path / "unsupported", nodes, {"y": "mystery:0"})
+
+
+@pytest.mark.parametrize("model", ALL_MODELS, ids=lambda p: p.name)
+def test_inspection_commands_work_on_every_model(model):
+    text = _ok("show", model, "--all")
+    for name in load(model).signatures:
+        assert f"signature_def['{name}']:" in text
+    assert "contains" in _ok("show", model, "--list-ops")
+    shown = json.loads(_ok("show", model, "--json"))
+    assert shown["schema"] == "savedmodel.show/1"
+    assert {s["name"] for s in shown["meta_graphs"][0]["signatures"]} >= set(load(model).signatures)
+    ops = json.loads(_ok("ops", model, "--json"))
+    assert ops["schema"] == "savedmodel.ops/1" and ops["meta_graphs"][0]["ops"]
+    assert "identical" in _ok("diff", model, model, "--json")
+    assert _ok("diff", model, model).strip() == "no differences in signatures, ops or variables"
+
+
+def test_show_all_lists_functions_variables_and_sizes():
+    text = _ok("show", SEEDS, "--all")
+    assert "Function Name: 'power'" in text
+    assert "x: TensorSpec(shape=(10, 10), dtype=tf.int32, name='x')" in text
+    assert "w/.ATTRIBUTES/VARIABLE_VALUE: DT_FLOAT (2, 2) 16 bytes" in text
+
+
+def test_model_with_unsupported_ops_is_listed_not_fatal(unsupported_model):
+    assert "FancyNewOp *" in _ok("show", unsupported_model, "--all")
+    assert "FancyNewOp" in _ok("ops", unsupported_model) and "* not supported" in _ok("ops", unsupported_model)
+    result = _run("run", unsupported_model, "--signature-def", "sig", "--input-exprs", "x=[1.0]")
+    assert result.exit_code == 1
+    assert "op 'FancyNewOp' (node 'mystery'" in result.output
+
+
+def test_ckpt_lists_tensors_of_every_kind_of_checkpoint():
+    for path in (CHECKPOINTS / "single" / "ckpt", CHECKPOINTS / "sharded" / "ckpt.index",
+                 CHECKPOINTS / "managed", SEEDS):
+        described = describe_checkpoint(path)
+        text = _ok("ckpt", path)
+        for tensor in described["tensors"]:
+            assert tensor["key"] in text
+        assert json.loads(_ok("ckpt", path, "--json")) == described
+    assert "ckpt-4" in describe_checkpoint(CHECKPOINTS / "managed")["path"]
+
+
+def test_ckpt_prints_one_tensor():
+    key = "model/inner/kernel/.ATTRIBUTES/VARIABLE_VALUE"
+    value = json.loads(_ok("ckpt", CHECKPOINTS / "single" / "ckpt", "--tensor", key, "--json"))
+    assert value["value"] == BundleReader(CHECKPOINTS / "single" / "ckpt").read(key).tolist()
+    words = json.loads(_ok("ckpt", CHECKPOINTS / "single" / "ckpt", "--tensor",
+                           "model/words/.ATTRIBUTES/VARIABLE_VALUE", "--json"))
+    assert words["value"] == ["alpha", "", "gamma δ"]
+
+
+def test_diff_reports_signature_op_and_variable_changes():
+    mlp, cnn = (next(p for p in SAVEDMODELS if p.name == n) for n in ("keras_mlp", "keras_cnn"))
+    result = json.loads(_ok("diff", mlp, cnn, "--json"))
+    changes = result["meta_graphs"][0]
+    assert not result["identical"]
+    assert "Conv2D" in changes["ops"]["added"] and "Softmax" in changes["ops"]["removed"]
+    assert {c["name"] for c in changes["signatures"]["changed"]} == {"serve", "serving_default"}
+    assert changes["variables"]["added"] or changes["variables"]["changed"]
+
+
+def test_run_prints_outputs():
+    text = _ok("run", SEEDS, "--signature-def", "dense", "--input-exprs", "x=[[1.0, 2.0]]")
+    expected = load(SEEDS).signatures["dense"](x=np.array([[1.0, 2.0]], np.float32))
+    assert f"Result for output key y:\n{expected['y']!r}" in text
+
+
+def test_run_reads_npy_and_npz_and_writes_outdir(tmp_path):
+    np.save(tmp_path / "x.npy", np.array([[1.0, 2.0]], np.float32))
+    np.savez(tmp_path / "many.npz", a=np.array([1, 2, 3], np.int32), b=np.array([0], np.int32))
+    out = tmp_path / "out"
+    _ok("run", SEEDS, "--signature-def", "dense", "--inputs", f"x={tmp_path / 'x.npy'}", "--outdir", out)
+    assert np.load(out / "y.npy").tolist() == [[2.25, 3.5]]
+    refused = _run("run", SEEDS, "--signature-def", "dense", "--inputs", f"x={tmp_path / 'x.npy'}", "--outdir", out)
+    assert refused.exit_code == 1 and "use --overwrite" in refused.output
+    _ok("run", SEEDS, "--signature-def", "dense", "--inputs", f"x={tmp_path / 'x.npy'}", "--outdir", out, "--overwrite")
+    text = _ok("run", SEEDS, "--signature-def", "next_collatz", "--inputs", f"x={tmp_path / 'many.npz'}[a]")
+    assert "array([ 4,  1, 10], dtype=int32)" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input-exprs", "x=__import__('os').getcwd()"], "is not a Python literal"),
+    (["--input-exprs", "x"], "expected NAME=VALUE"),
+    (["--inputs", "x=/nonexistent.npy"], "no such file"),
+    (["--input-exprs", "y=[1.0]"], "missing ['x']"),
+    (["--input-exprs", "x=[[1.5, 2.0, 3.0]]"], "expects shape (None, 2)"),
+])
+def test_run_errors_are_one_line(args, message):
+    result = _run("run", SEEDS, "--signature-def", "dense", *args)
+    assert result.exit_code == 1
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_run_unknown_signature_lists_available():
+    result = _run("run", SEEDS, "--signature-def", "nope", "--input-exprs", "x=[1]")
+    assert result.exit_code == 1 and "available: dense, next_collatz" in result.output
+
+
+def test_compare_without_tensorflow_runs_ours_only(monkeypatch):
+    monkeypatch.setattr(compare_module, "import_tensorflow", lambda: None)
+    monkeypatch.setattr("savedmodel.cli.run_commands.import_tensorflow", lambda: None)
+    result = _run("compare", SEEDS, "--signature-def", "dense")
+    assert result.exit_code == 0
+    assert "dense/y: float32 [2, 2] (not compared)" in result.output
+    assert "TensorFlow is not installed" in result.output
+
+
+@pytest.mark.parametrize("model", ALL_MODELS, ids=lambda p: p.name)
+def test_compare_agrees_with_tensorflow(tf, model):
+    report = _json_tail(_ok("compare", model, "--json", "--atol", "1e-5", "--rtol", "1e-4"))
+    assert report["compared_with_tensorflow"]
+    for entry in report["signatures"]:
+        for row in entry["outputs"]:
+            assert row["within"], (entry["signature"], row)
+
+
+def _json_tail(output: str) -> dict:
+    return json.loads(output[output.index("{"):])
+
+
+def test_compare_exits_1_beyond_tolerance(tf, tmp_path):
+    copy = tmp_path / "seeds"
+    shutil.copytree(SEEDS, copy)
+    result = _run("compare", copy, "--signature-def", "dense", "--atol", "-1", "--rtol", "0")
+    assert result.exit_code == 1 and "DIFFERENT" in result.output
