@@ -37,7 +37,7 @@ def run(plan: Plan, feeds, ctx: Context) -> list:
     Floating-point warnings are silenced for the whole run, once: TensorFlow returns inf and
     NaN without complaint, and entering numpy's errstate per kernel would cost more than many
     kernels do."""
-    values: list = [None] * plan.num_slots
+    values = list(plan.initial)
     _place_feeds(plan, feeds, values)
     with np.errstate(all="ignore"):
         for step in plan.steps:

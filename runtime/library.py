@@ -1,4 +1,5 @@
-"""A graph's function library: FunctionDefs by name, compiled once into cached plans.
+"""A graph's function library: FunctionDefs by name, their bodies with resolved inputs, and
+their compiled plans, each made once and cached.
 
 Inside a function body an input is either an argument name or `node:output_arg:index`, where
 the output argument is named by the node's op definition; this module turns those into flat
@@ -7,11 +8,21 @@ signatures of the library's own functions, which act as ops too.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from savedmodel.protos import function_pb2, op_def_pb2
 from savedmodel.runtime import executor
 from savedmodel.runtime.errors import SavedModelError
-from savedmodel.runtime.plan import GraphError, GraphSpec, Plan, Ref, arg_length, compile_plan
+from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, arg_length, compile_plan
 from savedmodel.runtime.registry import Kernel
+
+
+@dataclass(frozen=True)
+class FunctionBody:
+    nodes: dict[str, GraphNode]
+    args: list[str]
+    rets: list[Ref]
+    control_rets: list[str]
 
 
 class FunctionLibrary:
@@ -19,6 +30,7 @@ class FunctionLibrary:
         self.functions = {f.signature.name: f for f in library.function}
         self.op_defs = op_defs
         self._plans: dict[str, Plan] = {}
+        self._bodies: dict[str, FunctionBody] = {}
         self._call_kernels = {name: Kernel(name, self._call_kernel(name), True, False)
                               for name in self.functions}
 
@@ -35,26 +47,37 @@ class FunctionLibrary:
     def plan(self, name: str) -> Plan:
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = self._compile(name)
+            body = self.body(name)
+            spec = GraphSpec(f"function {name!r}", body.nodes, self.op_defs, self)
+            plan = self._plans[name] = compile_plan(spec, [(a, 0) for a in body.args], body.rets,
+                                                    body.control_rets, keep_stateful=True)
         return plan
+
+    def body(self, name: str) -> FunctionBody:
+        body = self._bodies.get(name)
+        if body is None:
+            body = self._bodies[name] = self._read_body(name)
+        return body
 
     def _call_kernel(self, name: str):
         def call_function(ctx, *inputs, **_):
             return ctx.call(name, inputs)
         return call_function
 
-    def _compile(self, name: str) -> Plan:
+    def _read_body(self, name: str) -> FunctionBody:
         function = self.functions.get(name)
         if function is None:
             raise GraphError(f"no function {name!r} in the graph's library")
         signature = function.signature
-        nodes = {node.name: node for node in function.node_def}
-        spec = GraphSpec(f"function {name!r}", nodes, lambda text: self._resolve(name, nodes, text),
-                         self.op_defs, self.function_kernel)
-        feeds = [(arg.name, 0) for arg in signature.input_arg]
-        fetches = [self._resolve(name, nodes, function.ret[arg.name]) for arg in signature.output_arg]
-        targets = [function.control_ret[arg] for arg in signature.control_output]
-        return compile_plan(spec, feeds, fetches, targets, keep_stateful=True)
+        defs = {node.name: node for node in function.node_def}
+        nodes = {}
+        for node in function.node_def:
+            data = [self._resolve(name, defs, text) for text in node.input if not text.startswith("^")]
+            control = [text[1:] for text in node.input if text.startswith("^")]
+            nodes[node.name] = GraphNode(node.name, node.op, node.attr, data, control)
+        rets = [self._resolve(name, defs, function.ret[arg.name]) for arg in signature.output_arg]
+        control_rets = [function.control_ret[arg] for arg in signature.control_output]
+        return FunctionBody(nodes, [arg.name for arg in signature.input_arg], rets, control_rets)
 
     def _resolve(self, function: str, nodes: dict, text: str) -> Ref:
         parts = text.split(":")
@@ -77,7 +100,6 @@ class FunctionLibrary:
         for arg in op_def.output_arg:
             if arg.name == arg_name:
                 return offset
-            offset += arg_length(arg, node)
+            offset += arg_length(arg, node.attr)
         raise GraphError(f"function {function!r}: op {node.op} of node {node.name!r} has no "
                          f"output {arg_name!r}")
-

@@ -21,7 +21,7 @@ from savedmodel.runtime.errors import FileFormatError, SavedModelError
 from savedmodel.runtime.executor import Context
 from savedmodel.runtime.feeds import FeedError, to_input
 from savedmodel.runtime.library import FunctionLibrary
-from savedmodel.runtime.plan import GraphError, GraphSpec, Plan, Ref, compile_plan
+from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, compile_plan
 from savedmodel.runtime.protofiles import parse_message
 from savedmodel.runtime.resources import ResourceManager, Variable
 from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
@@ -115,9 +115,8 @@ class Model:
             if node.op not in ("StatefulPartitionedCall", "PartitionedCall"):
                 continue
             bound = concrete[node.attr["f"].func.name].bound_inputs if node.attr["f"].func.name in concrete else []
-            data = [i for i in node.input if not i.startswith("^")]
-            for text, node_id in zip(data[len(data) - len(bound):], bound):
-                handle = self._graph.nodes.get(text.split(":")[0])
+            for (producer, _), node_id in zip(node.data[len(node.data) - len(bound):], bound):
+                handle = self._graph.nodes.get(producer)
                 variable = self._variables_by_node.get(node_id)
                 if handle is not None and handle.op == "VarHandleOp" and variable is not None:
                     self._context.resources.bind(handle.attr["container"].s.decode(),
@@ -336,5 +335,9 @@ def _parse_ref(text: str) -> Ref:
 
 
 def _graph_spec(meta_graph, op_defs, library: FunctionLibrary) -> GraphSpec:
-    nodes = {node.name: node for node in meta_graph.graph_def.node}
-    return GraphSpec("graph", nodes, _parse_ref, op_defs, library.function_kernel)
+    nodes = {}
+    for node in meta_graph.graph_def.node:
+        data = [_parse_ref(text) for text in node.input if not text.startswith("^")]
+        control = [text[1:] for text in node.input if text.startswith("^")]
+        nodes[node.name] = GraphNode(node.name, node.op, node.attr, data, control)
+    return GraphSpec("graph", nodes, op_defs, library)

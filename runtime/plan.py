@@ -5,13 +5,17 @@ The same compiler serves a GraphDef's top level (session semantics: only what th
 targets need runs) and a FunctionDef body (non-strict function semantics: what the outputs and
 control outputs need, plus every stateful node). Inputs that are fed (placeholders, function
 arguments, pre-bound variable handles) stop the walk.
+
+Before planning, the graph is simplified (runtime.inline): calls of library functions are
+inlined, identities become aliases, constants become values of the plan; so a call does no
+work for them at run time.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
-from savedmodel.protos import node_def_pb2, op_def_pb2
+from savedmodel.protos import op_def_pb2
 from savedmodel.runtime import registry
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.errors import SavedModelError
@@ -22,6 +26,24 @@ Ref = tuple[str, int]
 
 class GraphError(SavedModelError, ValueError):
     """A graph that cannot be compiled: dangling references, cycles, unfed placeholders."""
+
+
+@dataclass
+class GraphNode:
+    """A node with its inputs resolved to (node, flat output index) references, so graphs and
+    function bodies (whose input strings differ) are planned alike."""
+
+    name: str
+    op: str
+    attr: Mapping
+    data: list[Ref]
+    control: list[str] = field(default_factory=list)
+    function: str | None = None
+    """The library function this node comes from when it was inlined into a caller."""
+
+    def describe(self, where: str) -> str:
+        origin = f"function {self.function!r}, inlined in {where}" if self.function else where
+        return f"{self.name!r} in {origin}"
 
 
 @dataclass(frozen=True)
@@ -40,7 +62,8 @@ class Step:
 class Plan:
     where: str
     steps: tuple[Step, ...]
-    num_slots: int
+    initial: tuple
+    """Starting value of every slot: constants' outputs, None elsewhere."""
     feeds: tuple[tuple[int, int], ...]
     """(slot, output index) of each feed, in the order feeds are given."""
     fetches: tuple[tuple[int, int], ...]
@@ -51,77 +74,74 @@ class Plan:
 
 @dataclass(frozen=True)
 class GraphSpec:
-    """What to compile: nodes by name, how to resolve an input string, which ops are stateful,
-    which ops call library functions, and op definitions for default attrs."""
+    """What to compile: nodes by name, op definitions (defaults, statefulness, refs), and the
+    function library (None: calls stay calls)."""
 
     where: str
-    nodes: dict[str, node_def_pb2.NodeDef]
-    resolve: Callable[[str], Ref]
+    nodes: dict[str, GraphNode]
     op_defs: dict[str, op_def_pb2.OpDef]
-    function_kernel: Callable[[str], registry.Kernel | None]
+    library: object = None
 
 
 def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
                  targets: Iterable[str] = (), keep_stateful: bool = False) -> Plan:
+    from savedmodel.runtime.inline import simplify
+
     feeds, fetches, targets = list(feeds), list(fetches), list(targets)
     fed = {name for name, _ in feeds}
+    nodes, fetches, targets = simplify(spec, fed, fetches, targets)
     roots = [name for name, _ in fetches] + targets
     if keep_stateful:
-        roots += [name for name, node in spec.nodes.items() if _is_stateful(spec, node)]
-    order = _ordered(spec, _needed(spec, roots, fed), fed)
-    slots = {name: i for i, name in enumerate(list(dict.fromkeys([n for n, _ in feeds])) + order)}
-    last_use = _last_uses(spec, order, slots, {slots[name] for name, _ in fetches})
-    steps = tuple(_step(spec, name, slots, last_use.get(name, ())) for name in order)
+        roots += [name for name, node in nodes.items() if is_stateful(spec.op_defs, node)]
+    needed = _needed(spec.where, nodes, roots, fed)
+    constants = [name for name in needed if nodes[name].op == "Const"]
+    order = _ordered(spec.where, nodes, needed - set(constants), fed)
+    names = list(dict.fromkeys([n for n, _ in feeds])) + constants + order
+    slots = {name: i for i, name in enumerate(names)}
+    last_use = _last_uses(nodes, order, slots, {slots[name] for name, _ in fetches})
+    steps = tuple(_step(spec, nodes, nodes[name], slots, last_use.get(name, ())) for name in order)
+    initial = [None] * len(slots)
+    for name in constants:
+        initial[slots[name]] = (_constant(spec, nodes[name]),)
     feed_slots = tuple(slots[n] for n, _ in feeds)
     whole = all(k == 0 for _, k in feeds) and len(set(feed_slots)) == len(feeds)
-    return Plan(spec.where, steps, len(slots), tuple((slots[n], k) for n, k in feeds),
+    return Plan(spec.where, steps, tuple(initial), tuple((slots[n], k) for n, k in feeds),
                 tuple((slots[n], k) for n, k in fetches), feed_slots, whole)
 
 
-def _is_stateful(spec: GraphSpec, node) -> bool:
-    op_def = spec.op_defs.get(node.op)
+def is_stateful(op_defs: dict, node: GraphNode) -> bool:
+    op_def = op_defs.get(node.op)
     if op_def is not None:
         return op_def.is_stateful
     return registry.is_supported(node.op) and registry.lookup(node.op).stateful
 
 
-def _inputs(spec: GraphSpec, node) -> tuple[list[Ref], list[str]]:
-    data, control = [], []
-    for text in node.input:
-        if text.startswith("^"):
-            control.append(text[1:])
-        else:
-            data.append(spec.resolve(text))
-    return data, control
-
-
-def _needed(spec: GraphSpec, roots: list[str], fed: set[str]) -> set[str]:
+def _needed(where: str, nodes: dict[str, GraphNode], roots: list[str], fed: set[str]) -> set[str]:
     needed: set[str] = set()
     stack = list(roots)
     while stack:
         name = stack.pop()
         if name in needed or name in fed:
             continue
-        node = spec.nodes.get(name)
+        node = nodes.get(name)
         if node is None:
-            raise GraphError(f"{spec.where}: reference to unknown node {name!r}")
+            raise GraphError(f"{where}: reference to unknown node {name!r}")
         if node.op == "Placeholder":
-            raise GraphError(f"{spec.where}: placeholder {name!r} is needed but not fed")
+            raise GraphError(f"{where}: placeholder {name!r} is needed but not fed")
         needed.add(name)
-        data, control = _inputs(spec, node)
-        stack.extend(n for n, _ in data)
-        stack.extend(control)
+        stack.extend(n for n, _ in node.data)
+        stack.extend(node.control)
     return needed
 
 
-def _ordered(spec: GraphSpec, needed: set[str], fed: set[str]) -> list[str]:
+def _ordered(where: str, nodes: dict[str, GraphNode], needed: set[str], fed: set[str]) -> list[str]:
     """Needed nodes in dependency order; ties keep the graph's own order."""
-    position = {name: i for i, name in enumerate(spec.nodes)}
+    position = {name: i for i, name in enumerate(nodes)}
     waiting: dict[str, int] = {}
     consumers: dict[str, list[str]] = {name: [] for name in needed}
     for name in needed:
-        data, control = _inputs(spec, spec.nodes[name])
-        producers = {n for n, _ in data} | set(control)
+        node = nodes[name]
+        producers = {n for n, _ in node.data} | set(node.control)
         producers = {p for p in producers if p in needed and p not in fed}
         waiting[name] = len(producers)
         for producer in producers:
@@ -138,18 +158,17 @@ def _ordered(spec: GraphSpec, needed: set[str], fed: set[str]) -> list[str]:
         ready.sort(key=position.__getitem__)
     if len(order) != len(needed):
         stuck = sorted(set(needed) - set(order), key=position.__getitem__)[:5]
-        raise GraphError(f"{spec.where}: the graph has a cycle through {stuck}; TensorFlow 1 "
+        raise GraphError(f"{where}: the graph has a cycle through {stuck}; TensorFlow 1 "
                          "control flow (Switch/Merge/NextIteration) is not supported")
     return order
 
 
-def _last_uses(spec: GraphSpec, order: list[str], slots: dict[str, int],
+def _last_uses(nodes: dict[str, GraphNode], order: list[str], slots: dict[str, int],
                keep: set[int]) -> dict[str, tuple[int, ...]]:
     """For each node, the slots whose last reader it is (never the fetched ones)."""
     last_reader: dict[int, str] = {}
     for name in order:
-        data, _ = _inputs(spec, spec.nodes[name])
-        for producer, _ in data:
+        for producer, _ in nodes[name].data:
             last_reader[slots[producer]] = name
     frees: dict[str, list[int]] = {}
     for slot, reader in last_reader.items():
@@ -158,47 +177,76 @@ def _last_uses(spec: GraphSpec, order: list[str], slots: dict[str, int],
     return {name: tuple(sorted(s)) for name, s in frees.items()}
 
 
-def _step(spec: GraphSpec, name: str, slots: dict[str, int], frees: tuple[int, ...]) -> Step:
-    node = spec.nodes[name]
-    where = f"{spec.where}: node {name!r} (op {node.op})"
-    kernel = spec.function_kernel(node.op) or registry.lookup(node.op, f"{name!r} in {spec.where}")
-    attrs = decode_attrs(_with_defaults(node, spec.op_defs.get(node.op)), where)
+def _kernel(spec: GraphSpec, node: GraphNode) -> registry.Kernel:
+    found = spec.library.function_kernel(node.op) if spec.library is not None else None
+    return found or registry.lookup(node.op, node.describe(spec.where))
+
+
+def _step(spec: GraphSpec, nodes: dict[str, GraphNode], node: GraphNode, slots: dict[str, int],
+          frees: tuple[int, ...]) -> Step:
+    kernel = _kernel(spec, node)
+    attrs = _attrs(spec, node)
     if kernel.named:
-        attrs["node_name"] = name
-    data, _ = _inputs(spec, node)
+        attrs["node_name"] = node.name
     fn = kernel.fn
-    derefs = _dereferenced_inputs(spec, node, data)
+    derefs = _dereferenced_inputs(spec, nodes, node)
     if derefs:
         fn = _reading_refs(fn, tuple(p + kernel.context for p in derefs))
-    return Step(name, node.op, fn, kernel.context, attrs, slots[name],
-                tuple((slots[n], k) for n, k in data), frees)
+    label = node.name if node.function is None else f"{node.name} (from function {node.function!r})"
+    return Step(label, node.op, fn, kernel.context, attrs, slots[node.name],
+                tuple((slots[n], k) for n, k in node.data), frees)
 
 
-def arg_length(arg: op_def_pb2.OpDef.ArgDef, node) -> int:
-    """How many tensors an op argument stands for in this node."""
+def _attrs(spec: GraphSpec, node: GraphNode) -> dict:
+    where = f"{spec.where}: node {node.name!r} (op {node.op})"
+    return decode_attrs(_with_defaults(node, spec.op_defs.get(node.op)), where)
+
+
+def _constant(spec: GraphSpec, node: GraphNode):
+    value = _attrs(spec, node).get("value")
+    if value is None:
+        raise GraphError(f"{spec.where}: Const node {node.name!r} has no value")
+    return value
+
+
+def _with_defaults(node: GraphNode, op_def):
+    """The node's attrs, with the op's defaults for attrs it omits or leaves empty (TensorFlow
+    strips default-valued attrs when saving, and writes an empty value for an empty string)."""
+    if op_def is None:
+        return node.attr
+    merged = dict(node.attr)
+    for attr in op_def.attr:
+        present = attr.name in merged and merged[attr.name].WhichOneof("value") is not None
+        if not present and attr.HasField("default_value"):
+            merged[attr.name] = attr.default_value
+    return merged
+
+
+def arg_length(arg: op_def_pb2.OpDef.ArgDef, attr: Mapping) -> int:
+    """How many tensors an op argument stands for in a node with these attrs."""
     if arg.number_attr:
-        return node.attr[arg.number_attr].i
+        return attr[arg.number_attr].i
     if arg.type_list_attr:
-        return len(node.attr[arg.type_list_attr].list.type)
+        return len(attr[arg.type_list_attr].list.type)
     return 1
 
 
-def _ref_flags(args, node) -> list[bool]:
-    return [flag for arg in args for flag in [arg.is_ref] * arg_length(arg, node)]
+def _ref_flags(args, attr: Mapping) -> list[bool]:
+    return [flag for arg in args for flag in [arg.is_ref] * arg_length(arg, attr)]
 
 
-def _dereferenced_inputs(spec: GraphSpec, node, data: list[Ref]) -> list[int]:
+def _dereferenced_inputs(spec: GraphSpec, nodes: dict[str, GraphNode], node: GraphNode) -> list[int]:
     """Positions of inputs where a TensorFlow 1 reference (a ref variable) meets an argument
     that takes a value: TensorFlow reads the variable there."""
     consumer = spec.op_defs.get(node.op)
-    takes_ref = _ref_flags(consumer.input_arg, node) if consumer else []
+    takes_ref = _ref_flags(consumer.input_arg, node.attr) if consumer else []
     positions = []
-    for position, (producer_name, index) in enumerate(data):
-        producer = spec.nodes.get(producer_name)
+    for position, (producer_name, index) in enumerate(node.data):
+        producer = nodes.get(producer_name)
         producer_def = spec.op_defs.get(producer.op) if producer is not None else None
         if producer_def is None or not any(a.is_ref for a in producer_def.output_arg):
             continue
-        gives_ref = _ref_flags(producer_def.output_arg, producer)
+        gives_ref = _ref_flags(producer_def.output_arg, producer.attr)
         if index < len(gives_ref) and gives_ref[index] and not (
                 position < len(takes_ref) and takes_ref[position]):
             positions.append(position)
@@ -212,16 +260,3 @@ def _reading_refs(fn: Callable[..., tuple], positions: tuple[int, ...]) -> Calla
             args[position] = args[position].read()
         return fn(*args, **attrs)
     return call
-
-
-def _with_defaults(node, op_def):
-    """The node's attrs, with the op's defaults for attrs it omits or leaves empty (TensorFlow
-    strips default-valued attrs when saving, and writes an empty value for an empty string)."""
-    if op_def is None:
-        return node.attr
-    merged = dict(node.attr)
-    for attr in op_def.attr:
-        present = attr.name in merged and merged[attr.name].WhichOneof("value") is not None
-        if not present and attr.HasField("default_value"):
-            merged[attr.name] = attr.default_value
-    return merged
