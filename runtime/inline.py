@@ -12,10 +12,9 @@ whose own plans are simplified in turn.
 """
 from __future__ import annotations
 
-from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Ref, is_stateful
+from savedmodel.runtime.plan import PASS_THROUGH_OPS, GraphError, GraphNode, GraphSpec, Ref, is_stateful
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
-ALIAS_OPS = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"})
 
 
 def simplify(spec: GraphSpec, fed: set[str], fetches: list[Ref], targets: list[str]):
@@ -69,7 +68,7 @@ def _inlined_call(spec: GraphSpec, call: GraphNode, function: str, stack: tuple[
 def _aliases(nodes: dict[str, GraphNode], fed: set[str]) -> dict[str, list[Ref]]:
     """Nodes that only pass their inputs on, with the inputs they pass."""
     return {name: node.data for name, node in nodes.items()
-            if node.op in ALIAS_OPS and not node.control and name not in fed
+            if node.op in PASS_THROUGH_OPS and not node.control and name not in fed
             and (node.op == "IdentityN" or len(node.data) == 1)}
 
 

@@ -50,7 +50,7 @@ class Model:
         op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
         self._library = FunctionLibrary(meta_graph.graph_def.library, op_defs)
         self._context = Context(self._library, ResourceManager())
-        self._graph = _graph_spec(meta_graph, op_defs, self._library)
+        self._graph = _graph_spec(meta_graph, op_defs, self._library, self._context.resources)
         self._variables_by_node: dict[int, Variable] = {}
         self._object_variables = self._restore_variables()
         self._run_init_op()
@@ -182,25 +182,29 @@ class Signature:
         self.outputs = {k: TensorSpecInfo.from_proto(k, signature.outputs[k]) for k in sorted(signature.outputs)}
         self._model = model
         self._plan: Plan | None = None
+        self._conversions = [(k, from_name(spec.dtype), spec.shape, f"input {k!r} of signature {name!r}")
+                             for k, spec in self.inputs.items()]
         for spec in list(self.inputs.values()) + list(self.outputs.values()):
             if spec.encoding != "name":
                 raise FileFormatError(f"signature {name!r}: {spec.key!r} is a {spec.encoding} "
                                       "tensor, which the runtime does not support")
 
     def __call__(self, **feeds) -> dict[str, np.ndarray]:
-        missing = sorted(set(self.inputs) - set(feeds))
-        extra = sorted(set(feeds) - set(self.inputs))
-        if missing or extra:
-            raise FeedError(f"signature {self.name!r} takes inputs {self._input_list()}; "
-                            + "; ".join(filter(None, [f"missing {missing}" if missing else "",
-                                                      f"unexpected {extra}" if extra else ""])))
-        values = [to_input(feeds[k], from_name(s.dtype), s.shape,
-                           f"input {k!r} of signature {self.name!r}") for k, s in self.inputs.items()]
+        if len(feeds) != len(self._conversions) or not all(k in feeds for k, *_ in self._conversions):
+            self._reject(feeds)
+        values = [to_input(feeds[k], dtype, shape, where) for k, dtype, shape, where in self._conversions]
         if self._plan is None:
             self._plan = self._model._compile([_parse_ref(s.tensor_name) for s in self.inputs.values()],
                                               [_parse_ref(s.tensor_name) for s in self.outputs.values()])
         results = self._model._run(self._plan, values)
         return {key: np.asarray(value) for key, value in zip(self.outputs, results)}
+
+    def _reject(self, feeds: dict):
+        missing = sorted(set(self.inputs) - set(feeds))
+        extra = sorted(set(feeds) - set(self.inputs))
+        raise FeedError(f"signature {self.name!r} takes inputs {self._input_list()}; "
+                        + "; ".join(filter(None, [f"missing {missing}" if missing else "",
+                                                  f"unexpected {extra}" if extra else ""])))
 
     def _input_list(self) -> str:
         return ", ".join(f"{k}: {s.dtype} {s.shape}" for k, s in self.inputs.items())
@@ -334,10 +338,10 @@ def _parse_ref(text: str) -> Ref:
     return name, int(index or 0)
 
 
-def _graph_spec(meta_graph, op_defs, library: FunctionLibrary) -> GraphSpec:
+def _graph_spec(meta_graph, op_defs, library: FunctionLibrary, resources: ResourceManager) -> GraphSpec:
     nodes = {}
     for node in meta_graph.graph_def.node:
         data = [_parse_ref(text) for text in node.input if not text.startswith("^")]
         control = [text[1:] for text in node.input if text.startswith("^")]
         nodes[node.name] = GraphNode(node.name, node.op, node.attr, data, control)
-    return GraphSpec("graph", nodes, op_defs, library)
+    return GraphSpec("graph", nodes, op_defs, library, resources)

@@ -23,6 +23,9 @@ from savedmodel.runtime.errors import SavedModelError
 Ref = tuple[str, int]
 """A node output: (node name, flat output index)."""
 
+PASS_THROUGH_OPS = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"})
+"""Ops whose outputs are their inputs: the plan reads their inputs instead of running them."""
+
 
 class GraphError(SavedModelError, ValueError):
     """A graph that cannot be compiled: dangling references, cycles, unfed placeholders."""
@@ -81,6 +84,8 @@ class GraphSpec:
     nodes: dict[str, GraphNode]
     op_defs: dict[str, op_def_pb2.OpDef]
     library: object = None
+    resources: object = None
+    """The model's variables: a VarHandleOp of an existing variable is then a constant."""
 
 
 def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
@@ -94,19 +99,48 @@ def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
     if keep_stateful:
         roots += [name for name, node in nodes.items() if is_stateful(spec.op_defs, node)]
     needed = _needed(spec.where, nodes, roots, fed)
-    constants = [name for name in needed if nodes[name].op == "Const"]
-    order = _ordered(spec.where, nodes, needed - set(constants), fed)
+    known = {name: value for name in needed if (value := _constant(spec, nodes[name])) is not None}
+    constants = list(known)
+    order = _ordered(spec.where, nodes, needed - set(known), fed)
+    order, nodes, fetches = _without_pass_through(spec, nodes, order, fetches)
     names = list(dict.fromkeys([n for n, _ in feeds])) + constants + order
     slots = {name: i for i, name in enumerate(names)}
     last_use = _last_uses(nodes, order, slots, {slots[name] for name, _ in fetches})
     steps = tuple(_step(spec, nodes, nodes[name], slots, last_use.get(name, ())) for name in order)
     initial = [None] * len(slots)
-    for name in constants:
-        initial[slots[name]] = (_constant(spec, nodes[name]),)
+    for name, value in known.items():
+        initial[slots[name]] = (value,)
     feed_slots = tuple(slots[n] for n, _ in feeds)
     whole = all(k == 0 for _, k in feeds) and len(set(feed_slots)) == len(feeds)
     return Plan(spec.where, steps, tuple(initial), tuple((slots[n], k) for n, k in feeds),
                 tuple((slots[n], k) for n, k in fetches), feed_slots, whole)
+
+
+def _without_pass_through(spec: GraphSpec, nodes: dict[str, GraphNode], order: list[str],
+                          fetches: list[Ref]) -> tuple[list[str], dict[str, GraphNode], list[Ref]]:
+    """Drop NoOps and identities from an ordered plan, rewiring their readers to their inputs.
+
+    Done after ordering, so their control inputs have already placed everything correctly; an
+    identity that reads a TensorFlow 1 reference stays, because reading is what it does."""
+    sources: dict[str, list[Ref]] = {}
+
+    def resolve(ref: Ref) -> Ref:
+        while ref[0] in sources:
+            ref = sources[ref[0]][ref[1]]
+        return ref
+
+    kept, rewired = [], dict(nodes)
+    for name in order:
+        node = nodes[name]
+        data = [resolve(r) for r in node.data]
+        if node.op == "NoOp" and not node.data or (
+                node.op in PASS_THROUGH_OPS and not _dereferenced_inputs(spec, nodes, node)):
+            sources[name] = data
+            continue
+        kept.append(name)
+        if data != node.data:
+            rewired[name] = GraphNode(node.name, node.op, node.attr, data, node.control, node.function)
+    return kept, rewired, [resolve(r) for r in fetches]
 
 
 def is_stateful(op_defs: dict, node: GraphNode) -> bool:
@@ -203,10 +237,17 @@ def _attrs(spec: GraphSpec, node: GraphNode) -> dict:
 
 
 def _constant(spec: GraphSpec, node: GraphNode):
-    value = _attrs(spec, node).get("value")
-    if value is None:
-        raise GraphError(f"{spec.where}: Const node {node.name!r} has no value")
-    return value
+    """The value a node always produces, known when compiling: a Const's tensor, or the
+    variable a VarHandleOp names when that variable already exists (handles never change)."""
+    if node.op == "Const":
+        value = _attrs(spec, node).get("value")
+        if value is None:
+            raise GraphError(f"{spec.where}: Const node {node.name!r} has no value")
+        return value
+    if node.op == "VarHandleOp" and spec.resources is not None:
+        attrs = _attrs(spec, node)
+        return spec.resources.existing(attrs.get("container") or "", attrs.get("shared_name") or "")
+    return None
 
 
 def _with_defaults(node: GraphNode, op_def):

@@ -52,6 +52,9 @@ class ResourceManager:
             found = self._variables[key] = Variable(shared_name, dtype, shape)
         return found
 
+    def existing(self, container: str, shared_name: str) -> Variable | None:
+        return self._variables.get((container, shared_name))
+
     def bind(self, container: str, shared_name: str, variable: Variable) -> None:
         """Make `VarHandleOp(container, shared_name)` nodes resolve to an existing variable."""
         self._variables[(container, shared_name)] = variable
