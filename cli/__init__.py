@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from savedmodel.cli.graph import graph
 from savedmodel.cli.inspect_commands import ckpt, diff, ops
 from savedmodel.cli.run_commands import compare, run
 from savedmodel.cli.show import show
@@ -20,5 +21,5 @@ def main() -> None:
     """Inspect, run and compare TensorFlow SavedModels and checkpoints without TensorFlow."""
 
 
-for command in (show, run, ops, ckpt, diff, compare):
+for command in (show, run, graph, ops, ckpt, diff, compare):
     main.add_command(command)
