@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -161,3 +163,23 @@ def test_compare_exits_1_beyond_tolerance(tf, tmp_path):
     shutil.copytree(SEEDS, copy)
     result = _run("compare", copy, "--signature-def", "dense", "--atol", "-1", "--rtol", "0")
     assert result.exit_code == 1 and "DIFFERENT" in result.output
+
+
+BLOCK_TENSORFLOW = ("import sys; sys.modules['tensorflow'] = None; sys.argv[0] = 'savedmodel'; "
+                    "from savedmodel.cli import main; main()")
+
+
+@pytest.mark.parametrize("args", [
+    ["show", SEEDS, "--all"], ["graph", SEEDS, "--expand"], ["ops", SEEDS], ["ckpt", SEEDS],
+    ["diff", SEEDS, SEEDS], ["run", SEEDS, "--signature-def", "sum_even", "--input-exprs", "items=[1, 2]"],
+    ["compare", SEEDS, "--signature-def", "sum_even"],
+])
+def test_every_command_works_without_tensorflow(args):
+    done = subprocess.run([sys.executable, "-c", BLOCK_TENSORFLOW, *map(str, args)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+
+
+def test_graph_works_on_a_model_with_unsupported_ops(unsupported_model):
+    assert "%mystery = FancyNewOp(%x)" in _ok("graph", unsupported_model, "--signature-def", "sig")
