@@ -3,15 +3,23 @@
 The index maps each key to a BundleEntryProto (dtype, shape, shard, offset, size, masked
 CRC32C); the empty key holds the BundleHeaderProto. Shards hold raw little-endian tensor bytes;
 a string tensor is its varint lengths, a masked CRC32C of those lengths, then the bytes.
-Extents are checked against the shard's size before anything is allocated, and every tensor's
-checksum is verified, so a damaged file is an error naming file and key, never wrong values.
+A partitioned tensor's entry lists its slices instead; each slice is a record of its own under
+a key that encodes (tensor name, slice) in TensorFlow's order-preserving code, which starts
+with a NUL byte so slice records sort before every tensor name.
+
+Shapes, slice extents and byte extents are checked against each other and against the shard
+files before anything is allocated, every checksum is verified, and each tensor is read straight
+into the array that is returned, so a damaged file is an error naming file and key, never
+wrong values or an allocation the files cannot back.
 """
 from __future__ import annotations
 
 import math
 import os
 import struct
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -25,6 +33,9 @@ from savedmodel.runtime.varint import read_varint
 
 HEADER_KEY = b""
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+INT64_MAX = 2**63 - 1
+READ_CHUNK = 8 << 20
+"""Bytes read per system call; each chunk is checksummed while it is still in cache."""
 
 
 def index_path(prefix: str | Path) -> Path:
@@ -49,9 +60,13 @@ class BundleReader:
             raise FileFormatError(f"{self._index}: header claims {self.header.num_shards} shards")
         if self.header.endianness != tensor_bundle_pb2.BundleHeaderProto.LITTLE:
             raise FileFormatError(f"{self._index}: big-endian bundles are not supported")
-        self.entries = {key.decode("utf-8", "backslashreplace"): self._parse(
-            tensor_bundle_pb2.BundleEntryProto, value, key) for key, value in records[1:]
-            if not key.startswith(b"\x00")}
+        self._records = [(key, self._parse(tensor_bundle_pb2.BundleEntryProto, value, key))
+                         for key, value in records[1:]]
+        self._slices = {key: entry for key, entry in self._records if key.startswith(b"\x00")}
+        named = [(key.decode("utf-8", "backslashreplace"), key, entry)
+                 for key, entry in self._records if not key.startswith(b"\x00")]
+        self._names = {name: key for name, key, _ in named}
+        self.entries = {name: entry for name, _, entry in named}
 
     def keys(self) -> list[str]:
         """The tensor keys in index order (slice records are internal and not listed)."""
@@ -63,47 +78,50 @@ class BundleReader:
         except KeyError:
             raise KeyError(f"{self._index}: no tensor named {key!r}") from None
 
+    def raw_entries(self) -> list[tuple[bytes, tensor_bundle_pb2.BundleEntryProto]]:
+        """Every record but the header, slice records included, as (raw key, entry) in key order."""
+        return list(self._records)
+
     def read(self, key: str) -> np.ndarray:
         """The tensor stored under `key`, checksum verified; strings as an object array of bytes."""
         entry = self.entry(key)
         where = f"{self._index}: tensor {key!r}"
-        if entry.slices:
-            raise FileFormatError(f"{where} is stored in slices, which this reader does not "
-                                  "assemble yet")
         dtype = _entry_dtype(entry, where)
-        shape = shape_from_proto(entry.shape)
-        if shape is None or any(d is None or d < 0 for d in shape):
-            raise FileFormatError(f"{where}: stored shape {shape} is not fully defined")
-        raw = self._read_extent(entry, where)
-        count = math.prod(shape)
-        if dtype.is_string:
-            return _decode_strings(raw.tobytes(), count, entry.crc32c, where).reshape(shape)
-        if mask(crc32c(raw)) != entry.crc32c:
-            raise _corrupt(where, "the data shard")
-        if len(raw) != count * dtype.itemsize:
-            raise FileFormatError(f"{where}: holds {len(raw)} bytes, but shape {list(shape)} of "
-                                  f"{dtype.name} needs {count * dtype.itemsize}")
-        return raw.view(dtype.numpy.newbyteorder("<")).astype(dtype.numpy, copy=False).reshape(shape)
+        shape = _checked_shape(entry.shape, dtype, where)
+        with _Shards(self.prefix, self.header.num_shards) as shards:
+            if entry.slices:
+                parts = [self._slice_part(key, spec, entry, shape, shards, where)
+                         for spec in entry.slices]
+            else:
+                parts = [_Part(tuple((0, n) for n in shape), entry,
+                               shards.open_extent(entry, where), where)]
+            for part in parts:
+                _check_size(part, dtype)
+            _check_cover(parts, shape, where)
+            storage = dtype.numpy if dtype.is_string else dtype.numpy.newbyteorder("<")
+            out = np.empty(shape, dtype=storage)
+            for part in parts:
+                _fill(out, part, dtype)
+        return out.astype(dtype.numpy, copy=False)
 
-    def _read_extent(self, entry, where: str) -> np.ndarray:
-        if not 0 <= entry.shard_id < self.header.num_shards:
-            raise FileFormatError(f"{where}: shard id {entry.shard_id} is outside the "
-                                  f"{self.header.num_shards} shards of the header")
-        path = shard_path(self.prefix, entry.shard_id, self.header.num_shards)
-        try:
-            with open(path, "rb") as f:
-                file_size = os.fstat(f.fileno()).st_size
-                if entry.offset < 0 or entry.size < 0 or entry.offset + entry.size > file_size:
-                    raise FileFormatError(
-                        f"{where}: extent (offset {entry.offset}, size {entry.size}) lies outside "
-                        f"the {file_size}-byte shard {path}")
-                f.seek(entry.offset)
-                buffer = np.empty(entry.size, dtype=np.uint8)
-                if f.readinto(buffer) != entry.size:
-                    raise FileFormatError(f"{where}: shard {path} ended early")
-                return buffer
-        except FileNotFoundError:
-            raise FileFormatError(f"{where}: data shard {path} is missing") from None
+    def _slice_part(self, key: str, spec, entry, shape: tuple[int, ...], shards: _Shards,
+                    where: str) -> _Part:
+        region = _slice_region(spec, shape, where)
+        record_key = slice_key(self._names[key], spec)
+        slice_where = f"{where}, slice {_spec_text(spec)}"
+        stored = self._slices.get(record_key)
+        if stored is None:
+            raise FileFormatError(f"{slice_where}: the index has no record for this slice "
+                                  "(missing tensor data)")
+        if stored.slices or stored.dtype != entry.dtype:
+            raise FileFormatError(f"{slice_where}: slice record has dtype {stored.dtype} and "
+                                  f"{len(stored.slices)} slices; expected dtype {entry.dtype}")
+        if shape_from_proto(stored.shape) != tuple(length for _, length in region):
+            raise FileFormatError(f"{slice_where}: slice record has shape "
+                                  f"{shape_from_proto(stored.shape)}, the slice spans "
+                                  f"{[length for _, length in region]}")
+        return _Part(region, stored, shards.open_extent(stored, slice_where), slice_where,
+                     _spec_text(spec))
 
     def _parse(self, message_type, data: bytes, what):
         try:
@@ -111,6 +129,61 @@ class BundleReader:
         except Exception as err:  # protobuf raises DecodeError or RuntimeError by backend
             raise FileFormatError(f"{self._index}: cannot parse {message_type.__name__} for "
                                   f"{what!r}: {err}") from None
+
+
+@dataclass
+class _Part:
+    """One stored extent of a tensor: where it goes (start, length per dim) and where it is."""
+
+    region: tuple[tuple[int, int], ...]
+    entry: tensor_bundle_pb2.BundleEntryProto
+    file: BinaryIO
+    where: str
+    label: str = ""
+
+    @property
+    def count(self) -> int:
+        return math.prod(length for _, length in self.region)
+
+
+class _Shards:
+    """The data shards of one bundle, opened on first use and closed together."""
+
+    def __init__(self, prefix: str, num_shards: int):
+        self._prefix = prefix
+        self._num_shards = num_shards
+        self._files: dict[int, tuple[BinaryIO, int, Path]] = {}
+
+    def __enter__(self) -> _Shards:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for file, _, _ in self._files.values():
+            file.close()
+
+    def open_extent(self, entry, where: str) -> BinaryIO:
+        """The open shard holding `entry`'s bytes, once they are known to lie inside it."""
+        if not 0 <= entry.shard_id < self._num_shards:
+            raise FileFormatError(f"{where}: shard id {entry.shard_id} is outside the "
+                                  f"{self._num_shards} shards of the header")
+        file, size, path = self._open(entry.shard_id, where)
+        if entry.offset < 0 or entry.size < 0 or entry.offset + entry.size > size:
+            raise FileFormatError(f"{where}: extent (offset {entry.offset}, size {entry.size}) "
+                                  f"lies outside the {size}-byte shard {path}")
+        return file
+
+    def _open(self, shard: int, where: str) -> tuple[BinaryIO, int, Path]:
+        if shard not in self._files:
+            path = shard_path(self._prefix, shard, self._num_shards)
+            try:
+                file = open(path, "rb", buffering=0)
+            except FileNotFoundError:
+                raise FileFormatError(f"{where}: data shard {path} is missing") from None
+            except OSError as err:
+                raise FileFormatError(f"{where}: cannot read data shard {path} "
+                                      f"({err.strerror})") from None
+            self._files[shard] = (file, os.fstat(file.fileno()).st_size, path)
+        return self._files[shard]
 
 
 def _entry_dtype(entry, where: str) -> dtypes.DType:
@@ -121,6 +194,109 @@ def _entry_dtype(entry, where: str) -> dtypes.DType:
     if dtype.numpy is None:
         raise FileFormatError(f"{where}: tensors of type {dtype.enum_name} cannot be read")
     return dtype
+
+
+def _checked_shape(proto, dtype: dtypes.DType, where: str) -> tuple[int, ...]:
+    shape = shape_from_proto(proto)
+    if shape is None or any(d is None for d in shape):
+        raise FileFormatError(f"{where}: stored shape {shape} is not fully defined")
+    if any(d < 0 for d in shape):
+        raise FileFormatError(f"{where}: stored shape {list(shape)} has a negative dimension")
+    if math.prod(shape) * max(dtype.itemsize, 1) > INT64_MAX:
+        raise FileFormatError(f"{where}: stored shape {list(shape)} overflows the tensor size "
+                              "limit of 2**63 - 1 bytes")
+    return shape
+
+
+def _slice_region(spec, shape: tuple[int, ...], where: str) -> tuple[tuple[int, int], ...]:
+    """(start, length) per dimension of one slice, checked against the full shape."""
+    if len(spec.extent) != len(shape):
+        raise FileFormatError(f"{where}: slice {_spec_text(spec)} has {len(spec.extent)} "
+                              f"dimensions, the tensor has {len(shape)}")
+    region = []
+    for dim, (extent, size) in enumerate(zip(spec.extent, shape)):
+        if not extent.HasField("length"):
+            region.append((0, size))
+            continue
+        start, length = extent.start, extent.length
+        if start < 0 or length < 0:
+            raise FileFormatError(f"{where}: slice {_spec_text(spec)} has a negative start or "
+                                  f"length in dimension {dim}")
+        if start + length > INT64_MAX:
+            raise FileFormatError(f"{where}: slice {_spec_text(spec)}: the end of its extent in "
+                                  f"dimension {dim} overflows int64")
+        if start + length > size:
+            raise FileFormatError(f"{where}: slice {_spec_text(spec)} extends past dimension "
+                                  f"{dim} of size {size}")
+        region.append((start, length))
+    return tuple(region)
+
+
+def _spec_text(spec) -> str:
+    """A slice as TensorFlow spells it: `start,length` per dimension, `-` for a full one."""
+    return ":".join(f"{e.start},{e.length}" if e.HasField("length") else "-" for e in spec.extent)
+
+
+def _check_size(part: _Part, dtype: dtypes.DType) -> None:
+    size = part.entry.size
+    if dtype.is_string:
+        if size < part.count + 4:
+            raise FileFormatError(f"{part.where}: {size} bytes cannot hold {part.count} strings "
+                                  "and their length checksum")
+    elif size != part.count * dtype.itemsize:
+        shape = [length for _, length in part.region]
+        raise FileFormatError(f"{part.where}: holds {size} bytes, but shape {shape} of "
+                              f"{dtype.name} needs {part.count * dtype.itemsize}")
+
+
+def _check_cover(parts: list[_Part], shape: tuple[int, ...], where: str) -> None:
+    """The slices must tile the tensor exactly: no element missing, none stored twice."""
+    if sum(part.count for part in parts) != math.prod(shape):
+        raise FileFormatError(f"{where}: its slices hold {sum(p.count for p in parts)} elements, "
+                              f"the shape {list(shape)} has {math.prod(shape)}")
+    ordered = sorted((p for p in parts if p.count), key=lambda p: p.region[0][0] if p.region else 0)
+    for i, first in enumerate(ordered):
+        for second in ordered[i + 1:]:
+            if first.region and second.region[0][0] >= sum(first.region[0]):
+                break
+            if all(s1 < s2 + n2 and s2 < s1 + n1
+                   for (s1, n1), (s2, n2) in zip(first.region, second.region)):
+                raise FileFormatError(f"{where}: slices {first.label} and {second.label} overlap")
+
+
+def _fill(out: np.ndarray, part: _Part, dtype: dtypes.DType) -> None:
+    """Read one part into its region of `out`, in place when the region is contiguous."""
+    target = out[tuple(slice(start, start + length) for start, length in part.region) + (...,)]
+    if dtype.is_string:
+        raw = np.empty(part.entry.size, dtype=np.uint8)
+        _read_checked(part, raw, verify=False)
+        target[...] = _decode_strings(raw.tobytes(), part.count, part.entry.crc32c,
+                                      part.where).reshape(target.shape)
+    elif target.flags.c_contiguous:
+        _read_checked(part, target.reshape(-1).view(np.uint8))
+    else:
+        staged = np.empty(target.shape, dtype=out.dtype)
+        _read_checked(part, staged.reshape(-1).view(np.uint8))
+        target[...] = staged
+
+
+def _read_checked(part: _Part, buffer: np.ndarray, verify: bool = True) -> None:
+    """Fill `buffer` from the part's extent, checksumming each chunk as it arrives."""
+    part.file.seek(part.entry.offset)
+    view = memoryview(buffer)
+    crc = 0
+    for start in range(0, len(buffer), READ_CHUNK):
+        end = min(start + READ_CHUNK, len(buffer))
+        pos = start
+        while pos < end:
+            got = part.file.readinto(view[pos:end])
+            if not got:
+                raise FileFormatError(f"{part.where}: data shard ended early")
+            pos += got
+        if verify:
+            crc = crc32c(buffer[start:end], crc)
+    if verify and mask(crc) != part.entry.crc32c:
+        raise _corrupt(part.where, "the data shard")
 
 
 def _corrupt(where: str, what: str) -> FileFormatError:
@@ -154,3 +330,34 @@ def _decode_strings(data: bytes, count: int, stored_crc: int, where: str) -> np.
         out[i] = data[pos:pos + length]
         pos += length
     return out
+
+
+def slice_key(name: bytes, spec) -> bytes:
+    """The index key of one slice of tensor `name`: TensorFlow's ordered code of
+    (0, name, rank, start and length per dimension), a full dimension being (0, -1)."""
+    extents = [(e.start, e.length) if e.HasField("length") else (0, -1) for e in spec.extent]
+    return (_ordered_uint(0) + _ordered_bytes(name) + _ordered_uint(len(extents))
+            + b"".join(_ordered_int(start) + _ordered_int(length) for start, length in extents))
+
+
+def _ordered_uint(value: int) -> bytes:
+    """Unsigned: a length byte, then the value's big-endian bytes without leading zeros."""
+    body = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return bytes([len(body)]) + body
+
+
+def _ordered_bytes(value: bytes) -> bytes:
+    """Bytes: 0x00 escaped as 00 FF and 0xFF as FF 00, terminated by 00 01."""
+    escaped = b"\x00\xff".join(part.replace(b"\xff", b"\xff\x00") for part in value.split(b"\x00"))
+    return escaped + b"\x00\x01"
+
+
+def _ordered_int(value: int) -> bytes:
+    """Signed: n bytes whose top n bits are ones then a zero, the magnitude in the remaining
+    7n - 1 bits; a negative number is the bitwise complement of the encoding of ~value."""
+    magnitude = value if value >= 0 else ~value
+    width = 1
+    while magnitude >> (7 * width - 1):
+        width += 1
+    encoded = ((((1 << width) - 1) << (7 * width)) | magnitude).to_bytes(width, "big")
+    return encoded if value >= 0 else bytes(b ^ 0xFF for b in encoded)

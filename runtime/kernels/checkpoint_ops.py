@@ -1,8 +1,10 @@
-"""Ops of the restore path of saver graphs: reading tensors from a checkpoint."""
+"""Ops of saver graphs: saving tensors to a checkpoint, merging shards, restoring."""
 from __future__ import annotations
 
 import numpy as np
 
+from savedmodel.runtime.bundle_writer import merge_bundles, write_bundle
+from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.kernels.util import check
 from savedmodel.runtime.registry import kernel
 from savedmodel.runtime.tensor_bundle import BundleReader
@@ -28,3 +30,29 @@ def restore_v2(prefix, tensor_names, shape_and_slices, *, dtypes, **_):
               f"RestoreV2: checkpoint tensor {name!r} is {value.dtype}, the graph expects {dtype.name}")
         values.append(value)
     return tuple(values)
+
+
+@kernel("SaveV2", stateful=True)
+def save_v2(prefix, tensor_names, shape_and_slices, *tensors, dtypes=(), **_):
+    names = [_text(n) for n in np.asarray(tensor_names).ravel()]
+    slices = [_text(s) for s in np.asarray(shape_and_slices).ravel()]
+    check(len(names) == len(slices) == len(tensors),
+          f"SaveV2: {len(names)} names, {len(slices)} slice specs and {len(tensors)} tensors")
+    check(not dtypes or len(dtypes) == len(tensors),
+          f"SaveV2: {len(dtypes)} dtypes for {len(tensors)} tensors")
+    check(not any(slices), "SaveV2: saving partitioned slices is not supported")
+    check(len(set(names)) == len(names), "SaveV2: tensor names must be unique")
+    try:
+        write_bundle(_text(prefix), dict(zip(names, tensors)))
+    except (TypeError, ValueError) as err:
+        raise KernelError(f"SaveV2: {err}") from None
+    return ()
+
+
+@kernel("MergeV2Checkpoints", stateful=True)
+def merge_v2_checkpoints(checkpoint_prefixes, destination_prefix, *, delete_old_dirs=True,
+                         allow_missing_files=False, **_):
+    merge_bundles([_text(p) for p in np.asarray(checkpoint_prefixes).ravel()],
+                  _text(destination_prefix), delete_old_dirs=delete_old_dirs,
+                  allow_missing=allow_missing_files)
+    return ()
