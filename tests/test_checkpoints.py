@@ -11,6 +11,9 @@ import filecmp
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -553,3 +556,39 @@ def test_reference_checkpoints_list_and_load_as_in_tensorflow(tf):
             assert type(ours) is type(theirs)
             if key != OBJECT_GRAPH_KEY:
                 assert_same_values([ours], [theirs])
+
+
+MANAGED_SAVER = """
+import sys
+import numpy as np
+import savedmodel as sm
+model = sm.Module()
+model.blocks = [sm.Variable(np.full((8 << 20,), float(i), np.float32)) for i in range(12)]
+manager = sm.train.CheckpointManager(sm.train.Checkpoint(model=model), sys.argv[1], max_to_keep=3)
+manager.save()
+print("first", flush=True)
+for block in model.blocks:
+    block.assign_add(np.ones((8 << 20,), np.float32))
+manager.save()
+print("second", flush=True)
+"""
+
+
+def test_sigkill_during_a_save_keeps_the_previous_checkpoint_and_state(tmp_path):
+    """Killed while writing its second checkpoint, a process leaves the first one complete and
+    the state file naming it."""
+    process = subprocess.Popen([sys.executable, "-c", MANAGED_SAVER, str(tmp_path)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "first"
+        first = sm.train.latest_checkpoint(tmp_path)
+        while not any(".tmp" in p.name and "ckpt-2" in p.name for p in tmp_path.iterdir()):
+            assert process.poll() is None, "the second save finished before it could be interrupted"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert sm.train.latest_checkpoint(tmp_path) == first
+    restored = sm.Module()
+    restored.blocks = [sm.Variable(np.zeros((8 << 20,), np.float32)) for _ in range(12)]
+    sm.train.Checkpoint(model=restored).restore(first).assert_existing_objects_matched()
+    assert [float(b.numpy()[-1]) for b in restored.blocks] == [float(i) for i in range(12)]
