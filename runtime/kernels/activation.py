@@ -20,20 +20,59 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_SCALE_ALPHA = 1.7580993408473768599402175208123
 
 
-def _activation(fn: Callable, features) -> tuple[Array]:
-    x = np.asarray(features)
-    if x.dtype.kind in "iu":
-        return (np.asarray(fn(x)),)
-    with np.errstate(all="ignore"):
-        return (np.asarray(fn(x)).astype(x.dtype, copy=False),)
+def _activation(fn: Callable, x: Array) -> tuple[Array]:
+    """`fn(x)` as an array of x's dtype (integers keep what fn gives). Floating-point warnings
+    are silenced by the run loop."""
+    out = fn(x)
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    if out.dtype != x.dtype and x.dtype.kind not in "iu":
+        out = out.astype(x.dtype)
+    return (out,)
+
+
+_ROW = 256
+"""Rows at least this long make numpy's two-array loops worthwhile (see `_against_constant`)."""
+_ROW_MAX = 65536
+_ROW_MIN_SIZE = 4096
+_CONSTANT_ROWS: dict[tuple, Array] = {}
+
+
+def _constant_row(value, dtype: np.dtype, length: int) -> Array:
+    """A cached read-only row of `length` copies of `value`."""
+    key = (value, dtype, length)
+    row = _CONSTANT_ROWS.get(key)
+    if row is None:
+        row = np.full(length, value, dtype)
+        row.flags.writeable = False
+        if len(_CONSTANT_ROWS) < 256:
+            _CONSTANT_ROWS[key] = row
+    return row
+
+
+def _against_constant(fn: np.ufunc, x: Array, value) -> Array:
+    """`fn(x, value)` for a constant `value`. numpy's vectorized loops for maximum and minimum
+    take two arrays; against a scalar they fall back to a loop several times slower. So a large
+    input is compared a row at a time against a cached row of the constant, which gives the same
+    elements."""
+    if x.size < _ROW_MIN_SIZE or not x.flags.c_contiguous:
+        return fn(x, x.dtype.type(value))
+    length = 1
+    for dim in reversed(x.shape):
+        length *= dim
+        if length >= _ROW:
+            break
+    if length > _ROW_MAX:
+        return fn(x, x.dtype.type(value))
+    return fn(x.reshape(-1, length), _constant_row(value, x.dtype, length)).reshape(x.shape)
 
 
 def _relu(x: Array) -> Array:
-    return np.maximum(x, x.dtype.type(0))
+    return _against_constant(np.maximum, x, 0)
 
 
 def _relu6(x: Array) -> Array:
-    return np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6))
+    return _against_constant(np.minimum, _against_constant(np.maximum, x, 0), 6)
 
 
 def _elu(x: Array) -> Array:
@@ -91,12 +130,36 @@ def softsign(features: Array, **_) -> tuple[Array]:
 
 
 def _logistic(x: Array) -> Array:
-    """1 / (1 + e^-x) from e^-|x|, which never overflows and keeps tiny results exact."""
+    """1 / (1 + e^-x) from e^-|x|, which never overflows and keeps tiny results exact: the
+    numerator is 1 for x >= 0 and e^-|x| below, over 1 + e^-|x|."""
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
-    small = np.exp(-np.abs(x))
-    one = x.dtype.type(1)
-    return np.where(x >= 0, one / (one + small), small / (one + small))
+    if x.dtype.kind in "iub":  # not a TensorFlow Sigmoid type: numpy's promotions, unhurried
+        small = np.exp(-np.abs(x))
+        one = x.dtype.type(1)
+        return np.where(x >= 0, one / (one + small), small / (one + small))
+    one, zero = _one_and_zero(x.dtype)
+    small = np.abs(x)
+    if type(small) is not np.ndarray:  # a 0-d input: ufuncs answer numpy scalars
+        small = np.exp(-small)
+        return (one if x >= zero else small) / (one + small)
+    np.negative(small, out=small)
+    np.exp(small, out=small)
+    denominator = np.add(small, one)
+    positive = np.divide(one, denominator)
+    out = np.divide(small, denominator, out=small)
+    np.copyto(out, positive, where=np.greater_equal(x, zero))
+    return out
+
+
+_ONE_AND_ZERO: dict[np.dtype, tuple] = {}
+
+
+def _one_and_zero(dtype: np.dtype) -> tuple:
+    constants = _ONE_AND_ZERO.get(dtype)
+    if constants is None:
+        constants = _ONE_AND_ZERO[dtype] = (dtype.type(1), dtype.type(0))
+    return constants
 
 
 @kernel("Sigmoid")
@@ -118,20 +181,18 @@ def _check_logits(logits: Array) -> None:
 
 @kernel("Softmax")
 def softmax(logits: Array, **_) -> tuple[Array]:
-    x = np.asarray(logits)
+    x = logits
     _check_logits(x)
-    with np.errstate(all="ignore"):
-        wide = widened(x)
-        shifted = np.exp(wide - np.maximum.reduce(wide, axis=-1, keepdims=True, initial=-np.inf))
-        return ((shifted / np.add.reduce(shifted, axis=-1, keepdims=True)).astype(x.dtype),)
+    wide = widened(x)
+    shifted = np.exp(wide - np.maximum.reduce(wide, axis=-1, keepdims=True, initial=-np.inf))
+    return ((shifted / np.add.reduce(shifted, axis=-1, keepdims=True)).astype(x.dtype),)
 
 
 @kernel("LogSoftmax")
 def log_softmax(logits: Array, **_) -> tuple[Array]:
-    x = np.asarray(logits)
+    x = logits
     _check_logits(x)
-    with np.errstate(all="ignore"):
-        return (_log_softmax(widened(x)).astype(x.dtype),)
+    return (_log_softmax(widened(x)).astype(x.dtype),)
 
 
 @kernel("SoftmaxCrossEntropyWithLogits")
@@ -147,11 +208,10 @@ def softmax_cross_entropy_with_logits(features: Array, labels: Array,
     if shape is None or len(shape) != 2:
         raise KernelError("logits and labels must be either 2-dimensional, or broadcasted to be "
                           f"2-dimensional: {shape_text(x)} vs. {shape_text(labels)}")
-    with np.errstate(all="ignore"):
-        wide_x, wide_labels = widened(x), widened(labels)
-        log_probabilities = _log_softmax(np.broadcast_to(wide_x, shape))
-        loss = -np.add.reduce(wide_labels * log_probabilities, axis=-1)
-        backprop = np.exp(log_probabilities) - wide_labels
+    wide_x, wide_labels = widened(x), widened(labels)
+    log_probabilities = _log_softmax(np.broadcast_to(wide_x, shape))
+    loss = -np.add.reduce(wide_labels * log_probabilities, axis=-1)
+    backprop = np.exp(log_probabilities) - wide_labels
     return loss.astype(x.dtype), backprop.astype(x.dtype)
 
 
@@ -169,10 +229,9 @@ def sparse_softmax_cross_entropy_with_logits(features: Array, labels: Array,
     if outside.any():
         raise KernelError(f"Received a label value of {labels[outside][0]} which is outside the "
                           f"valid range of [0, {classes}).")
-    with np.errstate(all="ignore"):
-        log_probabilities = _log_softmax(widened(x))
-        rows = np.arange(x.shape[0])
-        loss = -log_probabilities[rows, labels]
-        backprop = np.exp(log_probabilities)
-        backprop[rows, labels] -= 1
+    log_probabilities = _log_softmax(widened(x))
+    rows = np.arange(x.shape[0])
+    loss = -log_probabilities[rows, labels]
+    backprop = np.exp(log_probabilities)
+    backprop[rows, labels] -= 1
     return loss.astype(x.dtype), backprop.astype(x.dtype)

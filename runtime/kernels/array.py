@@ -4,6 +4,8 @@ Shape-like inputs (shapes, permutations, paddings, slice bounds) arrive as int32
 and are validated the way TensorFlow validates them at run time, so a graph fed bad values fails
 with a KernelError here where TensorFlow fails with InvalidArgument. Index arithmetic that depends
 only on shapes and attrs is cached, since graphs mostly run with the same shapes again and again.
+Error messages are only formatted once a check has failed: these kernels run on every step of a
+recurrent model's loop, where building them eagerly would cost more than the work.
 """
 from __future__ import annotations
 
@@ -17,35 +19,40 @@ from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
 
 _CACHE = 256
+_INT32 = np.dtype(np.int32)
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 def _int_vector(value, what: str) -> tuple[int, ...]:
     """A 1-D integer tensor as ints: how ops take shapes, axes lists and bounds."""
-    array = np.asarray(value)
-    check(array.ndim == 1 and array.dtype.kind in "iu",
-          f"{what} must be a 1-D integer tensor, got shape {list(array.shape)} of {array.dtype}")
-    return tuple(array.tolist())
+    if value.ndim != 1 or value.dtype.kind not in "iu":
+        raise KernelError(f"{what} must be a 1-D integer tensor, got shape {list(value.shape)} "
+                          f"of {value.dtype}")
+    return tuple(value.tolist())
 
 
 def _scalar(value, what: str, legacy: bool = False) -> np.ndarray:
     """A 0-d array from a tensor that must hold one value. Some TensorFlow kernels also accept a
     1-element vector there (`legacy`); the others reject it, and so do these kernels."""
-    array = np.asarray(value)
-    check(array.ndim == 0 or legacy and array.shape == (1,),
-          f"{what} must be a scalar, got shape {list(array.shape)}")
-    return array.reshape(())
+    if value.ndim == 0:
+        return value
+    if not (legacy and value.shape == (1,)):
+        raise KernelError(f"{what} must be a scalar, got shape {list(value.shape)}")
+    return value.reshape(())
 
 
 def _int(value, what: str, legacy: bool = False) -> int:
     array = _scalar(value, what, legacy)
-    check(array.dtype.kind in "iu", f"{what} must be an integer, got {array.dtype}")
+    if array.dtype.kind not in "iu":
+        raise KernelError(f"{what} must be an integer, got {array.dtype}")
     return int(array)
 
 
 def _axis(axis: int, rank: int, what: str) -> int:
     """A non-negative axis of a tensor of `rank`; unlike reductions, these ops have no axis 0 on
     a scalar."""
-    check(-rank <= axis < rank, f"{what} {axis} is out of range for a tensor of rank {rank}")
+    if not -rank <= axis < rank:
+        raise KernelError(f"{what} {axis} is out of range for a tensor of rank {rank}")
     return axis + rank if axis < 0 else axis
 
 
@@ -78,23 +85,26 @@ def rank(input, **_) -> tuple[np.ndarray]:
 
 def _index_dtype(out_type) -> np.dtype:
     """Shape, ShapeN and Size default to int32 when the attr is absent."""
-    return np.dtype(np.int32) if out_type is None else out_type.numpy
+    return _INT32 if out_type is None else out_type.numpy
 
 
 def _shape_array(dims: tuple[int, ...], out_type) -> np.ndarray:
     dtype = _index_dtype(out_type)
-    check(dtype != np.int32 or all(d <= np.iinfo(np.int32).max for d in dims),
-          f"shape {list(dims)} cannot be represented as int32; use out_type=int64")
+    if dtype == _INT32 and any(d > _INT32_MAX for d in dims):
+        raise KernelError(f"shape {list(dims)} cannot be represented as int32; use "
+                          "out_type=int64")
     return np.array(dims, dtype)
 
 
 @kernel("Reshape")
 def reshape(tensor, shape, **_) -> tuple[np.ndarray]:
-    tensor = np.asarray(tensor)
-    sizes = np.asarray(shape)
-    check(sizes.ndim <= 1 and sizes.dtype.kind in "iu",
-          f"Reshape: shape must be a 1-D integer tensor, got shape {list(sizes.shape)}")
-    return (tensor.reshape(_reshape_dims(tensor.shape, tuple(sizes.reshape(-1).tolist()))),)
+    if shape.ndim > 1 or shape.dtype.kind not in "iu":
+        raise KernelError(f"Reshape: shape must be a 1-D integer tensor, got shape "
+                          f"{list(shape.shape)}")
+    sizes = shape.tolist()
+    sizes = tuple(sizes) if shape.ndim else (sizes,)
+    dims = _reshape_dims(tensor.shape, sizes)
+    return (tensor if dims == tensor.shape else tensor.reshape(dims),)
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -124,33 +134,40 @@ def _reshape_dims(source: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int,
 
 @kernel("ExpandDims")
 def expand_dims(input, dim, **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     axis = scalar_int(dim, "ExpandDims: dim")
-    check(-input.ndim - 1 <= axis <= input.ndim,
-          f"ExpandDims: dim {axis} is out of range for a tensor of rank {input.ndim}")
-    return (np.expand_dims(input, axis if axis >= 0 else axis + input.ndim + 1),)
+    rank = input.ndim
+    if not -rank - 1 <= axis <= rank:
+        raise KernelError(f"ExpandDims: dim {axis} is out of range for a tensor of rank {rank}")
+    if axis < 0:
+        axis += rank + 1
+    return (input.reshape(input.shape[:axis] + (1,) + input.shape[axis:]),)
 
 
 @kernel("Squeeze")
 def squeeze(input, *, squeeze_dims=(), **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     if not squeeze_dims:
         return (input.reshape(tuple(d for d in input.shape if d != 1)),)
-    axes = {_axis(a, input.ndim, "Squeeze: squeeze_dims") for a in squeeze_dims}
+    return (input.reshape(_squeezed(input.shape, tuple(squeeze_dims))),)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _squeezed(shape: tuple[int, ...], squeeze_dims: tuple[int, ...]) -> tuple[int, ...]:
+    rank = len(shape)
+    axes = {_axis(a, rank, "Squeeze: squeeze_dims") for a in squeeze_dims}
     for axis in sorted(axes):
-        check(input.shape[axis] == 1, f"Squeeze: can not squeeze dim[{axis}], expected a "
-              f"dimension of 1, got {input.shape[axis]} (input shape {list(input.shape)})")
-    return (input.reshape(tuple(d for i, d in enumerate(input.shape) if i not in axes)),)
+        check(shape[axis] == 1, f"Squeeze: can not squeeze dim[{axis}], expected a "
+              f"dimension of 1, got {shape[axis]} (input shape {list(shape)})")
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
 @kernel("BroadcastTo")
 def broadcast_to(input, shape, **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     target = _int_vector(shape, "BroadcastTo: shape")
-    check(all(d >= 0 for d in target), f"BroadcastTo: shape {list(target)} has a negative size")
-    check(_broadcast_shape(input.shape, target) == target,
-          f"BroadcastTo: unable to broadcast tensor of shape {list(input.shape)} to tensor of "
-          f"shape {list(target)}")
+    if not all(d >= 0 for d in target):
+        raise KernelError(f"BroadcastTo: shape {list(target)} has a negative size")
+    if _broadcast_shape(input.shape, target) != target:
+        raise KernelError(f"BroadcastTo: unable to broadcast tensor of shape "
+                          f"{list(input.shape)} to tensor of shape {list(target)}")
     return (np.array(np.broadcast_to(input, target)),)
 
 
@@ -158,7 +175,7 @@ def broadcast_to(input, shape, **_) -> tuple[np.ndarray]:
 def broadcast_args(s0, s1, **_) -> tuple[np.ndarray]:
     first = _int_vector(s0, "BroadcastArgs: s0")
     second = _int_vector(s1, "BroadcastArgs: s1")
-    return (np.array(_broadcast_shape(first, second), np.asarray(s0).dtype),)
+    return (np.array(_broadcast_shape(first, second), s0.dtype),)
 
 
 def _broadcast_shape(first: tuple[int, ...], second: tuple[int, ...]) -> tuple[int, ...]:
@@ -172,19 +189,21 @@ def _broadcast_shape(first: tuple[int, ...], second: tuple[int, ...]) -> tuple[i
 
 @kernel("Transpose")
 def transpose(x, perm, **_) -> tuple[np.ndarray]:
-    x = np.asarray(x)
-    return (np.transpose(x, _permutation(perm, x.ndim)),)
+    return (x.transpose(_permutation(perm, x.ndim)),)
 
 
 @kernel("ConjugateTranspose")
 def conjugate_transpose(x, perm, **_) -> tuple[np.ndarray]:
-    x = np.asarray(x)
-    moved = np.transpose(x, _permutation(perm, x.ndim))
+    moved = x.transpose(_permutation(perm, x.ndim))
     return (np.asarray(np.conj(moved)) if x.dtype.kind == "c" else moved,)
 
 
 def _permutation(perm, rank: int) -> tuple[int, ...]:
-    axes = _int_vector(perm, "Transpose: perm")
+    return _checked_permutation(_int_vector(perm, "Transpose: perm"), rank)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _checked_permutation(axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
     check(len(axes) == rank, f"Transpose: perm {list(axes)} has {len(axes)} entries for a "
           f"tensor of rank {rank}")
     check(sorted(a + rank if a < 0 else a for a in axes) == list(range(rank)),
@@ -195,14 +214,21 @@ def _permutation(perm, rank: int) -> tuple[int, ...]:
 @kernel("ReverseV2")
 def reverse_v2(tensor, axis, **_) -> tuple[np.ndarray]:
     """A scalar comes back unchanged whatever `axis` says, as in TensorFlow."""
-    tensor = np.asarray(tensor)
     if tensor.ndim == 0:
         return (tensor,)
-    axes = [_axis(a, tensor.ndim, "ReverseV2: axis")
-            for a in _int_vector(axis, "ReverseV2: axis")]
+    index = _reversal(_int_vector(axis, "ReverseV2: axis"), tensor.ndim)
+    return (tensor[index] if index is not None else tensor,)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _reversal(requested: tuple[int, ...], rank: int) -> tuple | None:
+    """The index that reverses `requested` axes (None for none)."""
+    axes = [_axis(a, rank, "ReverseV2: axis") for a in requested]
     check(len(set(axes)) == len(axes), f"ReverseV2: an axis is specified more than once in "
-          f"{list(_int_vector(axis, 'axis'))}")
-    return (np.flip(tensor, tuple(axes)) if axes else tensor,)
+          f"{list(requested)}")
+    if not axes:
+        return None
+    return tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(rank))
 
 
 # Joining and splitting ------------------------------------------------------------------------
@@ -218,64 +244,98 @@ def concat(concat_dim, *values, **_) -> tuple[np.ndarray]:
 
 
 def _concat(values, axis_value) -> np.ndarray:
-    values = [np.asarray(v) for v in values]
     first = values[0]
-    check(first.ndim > 0, "ConcatOp: can't concatenate scalars (use tf.stack instead)")
+    if first.ndim == 0:
+        raise KernelError("ConcatOp: can't concatenate scalars (use tf.stack instead)")
     axis = _axis(_int(axis_value, "ConcatOp: axis", legacy=True), first.ndim, "ConcatOp: axis")
+    shape = first.shape
+    before, after = shape[:axis], shape[axis + 1:]
     for i, value in enumerate(values[1:], 1):
-        check(value.ndim == first.ndim and all(
-            a == b for d, (a, b) in enumerate(zip(first.shape, value.shape)) if d != axis),
-              f"ConcatOp: dimensions of inputs should match on all axes but {axis}: shape[0] = "
-              f"{list(first.shape)} vs. shape[{i}] = {list(value.shape)}")
+        other = value.shape
+        if len(other) != len(shape) or other[:axis] != before or other[axis + 1:] != after:
+            raise KernelError(f"ConcatOp: dimensions of inputs should match on all axes but "
+                              f"{axis}: shape[0] = {list(shape)} vs. shape[{i}] = {list(other)}")
     return np.concatenate(values, axis=axis)
 
 
 @kernel("Pack")
 def pack(*values, axis: int = 0, **_) -> tuple[np.ndarray]:
-    values = [np.asarray(v) for v in values]
     first = values[0]
     where = _axis(axis, first.ndim + 1, "Pack: axis")
+    shape, dtype = first.shape, first.dtype
+    same_dtype = True
     for i, value in enumerate(values[1:], 1):
-        check(value.shape == first.shape, f"Pack: shapes of all inputs must match: values[0]."
-              f"shape = {list(first.shape)} != values[{i}].shape = {list(value.shape)}")
-    return (np.stack(values, axis=where),)
+        if value.shape != shape:
+            raise KernelError(f"Pack: shapes of all inputs must match: values[0].shape = "
+                              f"{list(shape)} != values[{i}].shape = {list(value.shape)}")
+        same_dtype = same_dtype and value.dtype == dtype
+    if where or not same_dtype:
+        return (np.stack(values, axis=where),)
+    out = np.empty((len(values),) + shape, dtype)
+    for i, value in enumerate(values):
+        out[i, ...] = value  # `...` copies a 0-d object array's item, not the array
+    return (out,)
 
 
 @kernel("Unpack")
 def unpack(value, *, num: int, axis: int = 0, **_) -> tuple[np.ndarray, ...]:
-    value = np.asarray(value)
-    check(value.ndim > 0, "Unpack: can not unpack a scalar")
+    if value.ndim == 0:
+        raise KernelError("Unpack: can not unpack a scalar")
     where = _axis(axis, value.ndim, "Unpack: axis")
-    check(value.shape[where] == num, f"Unpack: input shape {list(value.shape)} has "
-          f"{value.shape[where]} entries along axis {axis}, but num is {num}")
-    moved = np.moveaxis(value, where, 0)
+    if value.shape[where] != num:
+        raise KernelError(f"Unpack: input shape {list(value.shape)} has {value.shape[where]} "
+                          f"entries along axis {axis}, but num is {num}")
+    moved = np.moveaxis(value, where, 0) if where else value
     return tuple(moved[i, ...] for i in range(num))
+
+
+def _pieces(value: np.ndarray, axis: int, bounds) -> tuple[np.ndarray, ...]:
+    """Views of `value` between consecutive (start, stop) bounds along `axis`."""
+    if axis == 0:
+        return tuple(value[start:stop] for start, stop in bounds)
+    lead = (slice(None),) * axis
+    return tuple(value[lead + (slice(start, stop),)] for start, stop in bounds)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _even_bounds(total: int, count: int) -> tuple[tuple[int, int], ...]:
+    step = total // count
+    return tuple((i * step, (i + 1) * step) for i in range(count))
 
 
 @kernel("Split")
 def split(split_dim, value, *, num_split: int, **_) -> tuple[np.ndarray, ...]:
     """One piece is the input itself: TensorFlow then checks neither split_dim nor the shape."""
-    value = np.asarray(value)
     if num_split == 1:
         return (value,)
     axis = _axis(_int(split_dim, "Split: split_dim"), value.ndim, "Split: split_dim")
-    check(value.shape[axis] % num_split == 0, f"Split: number of ways to split should evenly "
-          f"divide the split dimension, but got split_dim {axis} (size = {value.shape[axis]}) "
-          f"and num_split {num_split}")
-    return tuple(np.split(value, num_split, axis=axis))
+    total = value.shape[axis]
+    if total % num_split:
+        raise KernelError(f"Split: number of ways to split should evenly divide the split "
+                          f"dimension, but got split_dim {axis} (size = {total}) and num_split "
+                          f"{num_split}")
+    return _pieces(value, axis, _even_bounds(total, num_split))
 
 
 @kernel("SplitV")
 def split_v(value, size_splits, split_dim, *, num_split: int, **_) -> tuple[np.ndarray, ...]:
     """One piece is the input itself: TensorFlow then checks neither split_dim nor the sizes."""
-    value = np.asarray(value)
     if num_split == 1:
         return (value,)
     axis = _axis(_int(split_dim, "SplitV: split_dim", legacy=True), value.ndim,
                  "SplitV: split_dim")
-    sizes = _split_sizes(_int_vector(size_splits, "SplitV: size_splits"), value.shape[axis],
-                         num_split)
-    return tuple(np.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
+    bounds = _split_bounds(_int_vector(size_splits, "SplitV: size_splits"), value.shape[axis],
+                           num_split)
+    return _pieces(value, axis, bounds)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _split_bounds(sizes: tuple[int, ...], total: int, count: int) -> tuple[tuple[int, int], ...]:
+    resolved = _split_sizes(sizes, total, count)
+    starts = [0]
+    for size in resolved[:-1]:
+        starts.append(starts[-1] + size)
+    return tuple((start, start + size) for start, size in zip(starts, resolved))
 
 
 def _split_sizes(sizes: tuple[int, ...], total: int, count: int) -> list[int]:
@@ -298,11 +358,12 @@ def _split_sizes(sizes: tuple[int, ...], total: int, count: int) -> list[int]:
 
 @kernel("Tile")
 def tile(input, multiples, **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     reps = _int_vector(multiples, "Tile: multiples")
-    check(len(reps) == input.ndim, f"Tile: multiples {list(reps)} must have one entry per "
-          f"dimension of the input of shape {list(input.shape)}")
-    check(all(r >= 0 for r in reps), f"Tile: multiples {list(reps)} must be non-negative")
+    if len(reps) != input.ndim:
+        raise KernelError(f"Tile: multiples {list(reps)} must have one entry per dimension of "
+                          f"the input of shape {list(input.shape)}")
+    if not all(r >= 0 for r in reps):
+        raise KernelError(f"Tile: multiples {list(reps)} must be non-negative")
     return (np.tile(input, reps) if reps else input.copy(),)
 
 
@@ -310,36 +371,41 @@ def tile(input, multiples, **_) -> tuple[np.ndarray]:
 
 @kernel("Slice")
 def slice_(input, begin, size, **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     starts = _int_vector(begin, "Slice: begin")
     sizes = _int_vector(size, "Slice: size")
-    check(len(starts) == input.ndim and len(sizes) == input.ndim,
+    return (input[_slice_index(input.shape, starts, sizes)],)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _slice_index(shape: tuple[int, ...], starts: tuple[int, ...], sizes: tuple[int, ...]) -> tuple:
+    check(len(starts) == len(shape) and len(sizes) == len(shape),
           f"Slice: begin {list(starts)} and size {list(sizes)} must have one entry per "
-          f"dimension of the input of shape {list(input.shape)}")
+          f"dimension of the input of shape {list(shape)}")
     index = []
-    for i, (start, count, dim) in enumerate(zip(starts, sizes, input.shape)):
+    for i, (start, count, dim) in enumerate(zip(starts, sizes, shape)):
         count = dim - start if count == -1 else count
         check(0 <= start <= dim, f"Slice: expected begin[{i}] in [0, {dim}], but got {start}")
         check(0 <= count <= dim - start,
               f"Slice: expected size[{i}] in [0, {dim - start}], but got {sizes[i]}")
         index.append(slice(start, start + count))
-    return (input[tuple(index) + (Ellipsis,)],)
+    return tuple(index) + (Ellipsis,)
 
 
 @kernel("StridedSlice")
 def strided_slice(input, begin, end, strides, *, begin_mask: int = 0, end_mask: int = 0,
                   ellipsis_mask: int = 0, new_axis_mask: int = 0, shrink_axis_mask: int = 0,
                   **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
-    bounds = [np.asarray(v) for v in (begin, end, strides)]
-    check(all(b.ndim == 1 and b.dtype.kind in "iu" for b in bounds)
-          and bounds[0].shape == bounds[1].shape == bounds[2].shape,
-          f"StridedSlice: expected begin, end, and strides to be 1-D integer tensors of equal "
-          f"size, but got shapes {[list(b.shape) for b in bounds]}")
-    index, final_shape = _strided_plan(input.shape, *(tuple(b.tolist()) for b in bounds),
-                                       begin_mask, end_mask, ellipsis_mask, new_axis_mask,
-                                       shrink_axis_mask)
-    return (input[index].reshape(final_shape),)
+    if not (begin.ndim == end.ndim == strides.ndim == 1 and begin.shape == end.shape == strides.shape
+            and begin.dtype.kind in "iu" and end.dtype.kind in "iu"
+            and strides.dtype.kind in "iu"):
+        raise KernelError(f"StridedSlice: expected begin, end, and strides to be 1-D integer "
+                          f"tensors of equal size, but got shapes "
+                          f"{[list(b.shape) for b in (begin, end, strides)]}")
+    index, final_shape = _strided_plan(input.shape, tuple(begin.tolist()), tuple(end.tolist()),
+                                       tuple(strides.tolist()), begin_mask, end_mask,
+                                       ellipsis_mask, new_axis_mask, shrink_axis_mask)
+    sliced = input[index]
+    return (sliced if final_shape is None else sliced.reshape(final_shape),)
 
 
 _NEW_AXIS = -1
@@ -349,8 +415,9 @@ _SHRUNK = -2
 @functools.lru_cache(maxsize=_CACHE)
 def _strided_plan(shape: tuple[int, ...], begin: tuple[int, ...], end: tuple[int, ...],
                   strides: tuple[int, ...], begin_mask: int, end_mask: int, ellipsis_mask: int,
-                  new_axis_mask: int, shrink_axis_mask: int) -> tuple[tuple, tuple[int, ...]]:
-    """The numpy index and the output shape of a strided slice of a tensor of `shape`.
+                  new_axis_mask: int, shrink_axis_mask: int) -> tuple[tuple, tuple | None]:
+    """The numpy index and the output shape of a strided slice of a tensor of `shape` (None when
+    indexing already gives that shape).
 
     TensorFlow first maps the sparse spec (which may hold an ellipsis and new axes) onto one
     entry per input dimension, then clamps each dimension's bounds; `_dense_spec` and
@@ -365,9 +432,8 @@ def _strided_plan(shape: tuple[int, ...], begin: tuple[int, ...], end: tuple[int
         index.append(piece)
         sizes.append(count)
     final = tuple(1 if g == _NEW_AXIS else sizes[g] for g in gather if g != _SHRUNK)
-    return tuple(index) + (Ellipsis,), final
-
-
+    indexed = tuple(len(range(*piece.indices(dim))) for piece, dim in zip(index, shape))
+    return tuple(index) + (Ellipsis,), (None if final == indexed else final)
 def _dense_spec(rank: int, begin, end, strides, begin_mask: int, end_mask: int,
                 ellipsis_mask: int, new_axis_mask: int, shrink_axis_mask: int):
     """One (begin, end, stride, begin masked, end masked, shrink) per input dimension, and for
@@ -427,24 +493,23 @@ def _dense_slice(i: int, dim: int, begin: int, end: int, stride: int, begin_mask
     return slice(start, None if stop < 0 else stop, stride), count
 
 
+
+
 # Padding --------------------------------------------------------------------------------------
 
 @kernel("Pad")
 def pad(input, paddings, **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     return (_pad_constant(input, _paddings(paddings, input.ndim, "Pad"), _empty_of(input.dtype)),)
 
 
 @kernel("PadV2")
 def pad_v2(input, paddings, constant_values, **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     value = _scalar(constant_values, "PadV2: constant_values")
     return (_pad_constant(input, _paddings(paddings, input.ndim, "PadV2"), value),)
 
 
 @kernel("MirrorPad")
 def mirror_pad(input, paddings, *, mode: str, **_) -> tuple[np.ndarray]:
-    input = np.asarray(input)
     check(mode in ("REFLECT", "SYMMETRIC"), f"MirrorPad: unknown mode {mode!r}")
     widths = _paddings(paddings, input.ndim, "MirrorPad")
     reflect = mode == "REFLECT"
@@ -458,15 +523,16 @@ def mirror_pad(input, paddings, *, mode: str, **_) -> tuple[np.ndarray]:
 
 
 def _paddings(paddings, rank: int, op: str) -> tuple[tuple[int, int], ...]:
-    array = np.asarray(paddings)
-    check(array.ndim == 2 and array.shape[1] == 2 and array.dtype.kind in "iu",
-          f"{op}: paddings must be an integer matrix with 2 columns, got shape "
-          f"{list(array.shape)}")
-    check(array.shape[0] == rank, f"{op}: the first dimension of paddings must be the rank of "
-          f"the input ({rank}), got paddings of shape {list(array.shape)}")
-    check(bool((array >= 0).all()), f"{op}: paddings must be non-negative, got "
-          f"{array.tolist()}")
-    return tuple((int(a), int(b)) for a, b in array.tolist())
+    if paddings.ndim != 2 or paddings.shape[1] != 2 or paddings.dtype.kind not in "iu":
+        raise KernelError(f"{op}: paddings must be an integer matrix with 2 columns, got shape "
+                          f"{list(paddings.shape)}")
+    if paddings.shape[0] != rank:
+        raise KernelError(f"{op}: the first dimension of paddings must be the rank of the input "
+                          f"({rank}), got paddings of shape {list(paddings.shape)}")
+    widths = tuple((a, b) for a, b in paddings.tolist())
+    if any(a < 0 or b < 0 for a, b in widths):
+        raise KernelError(f"{op}: paddings must be non-negative, got {paddings.tolist()}")
+    return widths
 
 
 def _pad_constant(input: np.ndarray, widths, value) -> np.ndarray:
@@ -481,39 +547,46 @@ def _pad_constant(input: np.ndarray, widths, value) -> np.ndarray:
 @kernel("Fill")
 def fill(dims, value, **_) -> tuple[np.ndarray]:
     shape_ = _int_vector(dims, "Fill: dims")
-    check(all(d >= 0 for d in shape_), f"Fill: dims {list(shape_)} must be non-negative")
+    if not all(d >= 0 for d in shape_):
+        raise KernelError(f"Fill: dims {list(shape_)} must be non-negative")
     value = _scalar(value, "Fill: value", legacy=True)
-    return (np.full(shape_, value, dtype=value.dtype),)
+    out = np.empty(shape_, dtype=value.dtype)
+    out[...] = value
+    return (out,)
 
 
 @kernel("ZerosLike")
 def zeros_like(x, **_) -> tuple[np.ndarray]:
-    x = np.asarray(x)
-    return (np.full(x.shape, _empty_of(x.dtype), dtype=x.dtype),)
+    if x.dtype.kind == "O":
+        return (np.full(x.shape, b"", dtype=x.dtype),)
+    return (np.zeros(x.shape, dtype=x.dtype),)
 
 
 @kernel("OnesLike")
 def ones_like(x, **_) -> tuple[np.ndarray]:
-    x = np.asarray(x)
     return (np.ones(x.shape, dtype=x.dtype),)
 
 
 @kernel("Range")
 def range_(start, limit, delta, **_) -> tuple[np.ndarray]:
-    first, stop, step = (_scalar(v, f"Range: {n}", legacy=True) for v, n in
-                         ((start, "start"), (limit, "limit"), (delta, "delta")))
-    check(step != 0, "Range: requires delta != 0")
-    check(step < 0 or first <= stop,
-          f"Range: requires start <= limit when delta > 0: {first}/{stop}")
-    check(step > 0 or first >= stop,
-          f"Range: requires start >= limit when delta < 0: {first}/{stop}")
+    first = _scalar(start, "Range: start", legacy=True)
+    stop = _scalar(limit, "Range: limit", legacy=True)
+    step = _scalar(delta, "Range: delta", legacy=True)
+    begin, end, by = first.item(), stop.item(), step.item()  # exact: Python ints and floats
+    if by == 0:
+        raise KernelError("Range: requires delta != 0")
+    if not (by < 0 or begin <= end):
+        raise KernelError(f"Range: requires start <= limit when delta > 0: {first}/{stop}")
+    if not (by > 0 or begin >= end):
+        raise KernelError(f"Range: requires start >= limit when delta < 0: {first}/{stop}")
     dtype = first.dtype
     if dtype.kind in "iu":
-        count = -(-abs(int(stop) - int(first)) // abs(int(step)))
-        return ((int(first) + int(step) * np.arange(count, dtype=np.int64)).astype(dtype),)
+        count = -(-abs(end - begin) // abs(by))
+        return ((begin + by * np.arange(count, dtype=np.int64)).astype(dtype),)
     span = float(np.ceil(np.abs((stop - first) / step)))
-    check(math.isfinite(span) and span < 2 ** 63, f"Range: requires (limit - start) / delta "
-          f"to be finite and below 2**63: {first}/{stop}/{step}")
+    if not (math.isfinite(span) and span < 2 ** 63):
+        raise KernelError(f"Range: requires (limit - start) / delta to be finite and below "
+                          f"2**63: {first}/{stop}/{step}")
     count = int(span)
     return (first + np.arange(count).astype(dtype) * step,)
 

@@ -15,21 +15,25 @@ from savedmodel.runtime.kernels.util import check, normalize_axis
 from savedmodel.runtime.registry import kernel
 
 _IGNORE = "IGNORE"
+_UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+             8: np.dtype(np.uint64)}
 _WHERE_MAX_RANK = 8
 """TensorFlow's Where kernel handles ranks 1 to 8 only."""
 
 
 def _indices(value, what: str) -> np.ndarray:
-    array = np.asarray(value)
-    check(array.dtype.kind in "iu", f"{what} must be an integer tensor, got {array.dtype}")
+    array = value if type(value) is np.ndarray else np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise KernelError(f"{what} must be an integer tensor, got {array.dtype}")
     return array
 
 
 def _scalar_int(value, what: str) -> int:
     """An int from a 0-d integer tensor; these kernels reject a 1-element vector, as TF's do."""
-    array = np.asarray(value)
-    check(array.ndim == 0 and array.dtype.kind in "iu",
-          f"{what} must be an integer scalar, got shape {list(array.shape)} of {array.dtype}")
+    array = value if type(value) is np.ndarray else np.asarray(value)
+    if array.ndim != 0 or array.dtype.kind not in "iu":
+        raise KernelError(f"{what} must be an integer scalar, got shape {list(array.shape)} of "
+                          f"{array.dtype}")
     return int(array)
 
 
@@ -42,11 +46,11 @@ def _first_bad(bad: np.ndarray) -> tuple[int, ...]:
 
 @kernel("GatherV2")
 def gather_v2(params, indices, axis, *, batch_dims: int = 0, **_) -> tuple[np.ndarray]:
-    params = np.asarray(params)
     indices = _indices(indices, "GatherV2: indices")
-    check(params.ndim >= 1, "GatherV2: params must be at least 1 dimensional")
+    if params.ndim < 1:
+        raise KernelError("GatherV2: params must be at least 1 dimensional")
     where = normalize_axis(_scalar_int(axis, "GatherV2: axis"), params.ndim, "GatherV2: axis")
-    batch = _batch_dims(batch_dims, where, params.shape, indices.shape)
+    batch = _batch_dims(batch_dims, where, params.shape, indices.shape) if batch_dims else 0
     return (_gather(params, indices, where, batch),)
 
 
@@ -82,12 +86,16 @@ def _gather(params: np.ndarray, indices: np.ndarray, axis: int, batch: int) -> n
     if math.prod(out_shape) == 0:
         return np.empty(out_shape, params.dtype)
     size = params.shape[axis]
-    bad = (indices < 0) | (indices >= size)
-    if bad.any():
+    # Negative indices read as unsigned are larger than any size: one reduction checks both ends.
+    unsigned = indices.view(_UNSIGNED[indices.dtype.itemsize]) if indices.dtype.kind == "i" \
+        else indices
+    if np.maximum.reduce(unsigned, axis=None) >= size:
+        bad = (indices < 0) | (indices >= size)
         at = _first_bad(bad)
         raise KernelError(f"indices{list(at)} = {indices[at]} is not in [0, {size})")
     if batch == 0:
-        return np.asarray(np.take(params, indices, axis=axis))
+        taken = params.take(indices, axis=axis)
+        return taken if type(taken) is np.ndarray else np.asarray(taken)
     count = math.prod(lead)
     blocks = params.reshape((count, math.prod(outer), size, math.prod(inner)))
     picks = indices.reshape((count, math.prod(indices.shape[batch:])))

@@ -1,10 +1,16 @@
 """Convolution, pooling and batch normalization: the ops of convolutional Keras models.
 
-Convolutions gather every receptive field with a strided view of the padded input (im2col,
-`sliding_window_view`) and contract it with the filter in one matrix product, so the work is
-BLAS's, not a Python loop over pixels. The transposed convolution multiplies first and then
-scatters the products back (col2im), one vectorized add per filter tap, which wastes no work on
-the zeros a strided transposed convolution would otherwise insert.
+Convolutions gather every receptive field into one patch matrix (im2col) and contract it with
+the filter by matrix product, so the work is BLAS's, not a Python loop over pixels (narrow
+products run in blocks of rows on the calling thread, see `_blocked_matmul`). The patch matrix
+is copied out of a strided view of the padded input, or, for inputs with few channels (where
+that view's innermost runs are too short to copy quickly), filled one filter tap at a time in
+column-major order; a 1x1 convolution is a plain matrix product. Depthwise
+convolutions and pooling loop over the filter taps (pooling separably: along the height, then
+the width), each tap one vectorized multiply-add or maximum over the whole output. The
+transposed convolution multiplies first and then scatters the products back (col2im), one
+vectorized add per filter tap, which wastes no work on the zeros a strided transposed
+convolution would otherwise insert.
 
 Everything is computed in NHWC; NCHW tensors are transposed in and out. TensorFlow's CPU kernels
 refuse some attrs that its GPU kernels accept (NCHW convolutions and pooling, dilated or
@@ -21,15 +27,18 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime.kernels.math import channel_tiled
 from savedmodel.runtime.kernels.util import check
 from savedmodel.runtime.registry import kernel
 
-_NARROW_FLOATS = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_NARROW_FLOATS = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+_FLOAT32 = np.dtype(np.float32)
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype arithmetic runs in: narrow floats widen to float32, as TensorFlow's CPU does."""
-    return np.dtype(np.float32) if dtype in _NARROW_FLOATS else dtype
+    return _FLOAT32 if dtype in _NARROW_FLOATS else dtype
 
 
 def _ctrunc_div(a: int, b: int) -> int:
@@ -86,8 +95,16 @@ class _Spec:
     explicit: tuple[tuple[int, int], tuple[int, int]]
 
     def axes(self, height: int, width: int, window: tuple[int, int]) -> tuple[_Axis, _Axis]:
-        return tuple(_axis(size, k, s, d, self.padding, pads) for size, k, s, d, pads in zip(
-            (height, width), window, self.strides, self.dilations, self.explicit))
+        return _window_axes(self, height, width, window)
+
+
+@functools.lru_cache(maxsize=1024)
+def _window_axes(spec: _Spec, height: int, width: int,
+                 window: tuple[int, int]) -> tuple[_Axis, _Axis]:
+    """Both spatial axes of a windowed op; cached, since a node sees the same shapes on every
+    call."""
+    return tuple(_axis(size, k, s, d, spec.padding, pads) for size, k, s, d, pads in zip(
+        (height, width), window, spec.strides, spec.dilations, spec.explicit))
 
 
 def _layout(data_format: str, op: str) -> bool:
@@ -146,7 +163,8 @@ def _from_nhwc(x: np.ndarray, channels_first: bool) -> np.ndarray:
 
 
 def _check_rank(x: np.ndarray, rank: int, what: str, op: str) -> None:
-    check(x.ndim == rank, f"{op}: {what} must be {rank}-dimensional, got shape {list(x.shape)}")
+    if x.ndim != rank:
+        raise KernelError(f"{op}: {what} must be {rank}-dimensional, got shape {list(x.shape)}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,8 +174,14 @@ def _check_rank(x: np.ndarray, rank: int, what: str, op: str) -> None:
 def _pad(x: np.ndarray, rows: _Axis, cols: _Axis, value=0) -> np.ndarray:
     if not (rows.before or rows.after or cols.before or cols.after):
         return x
-    return np.pad(x, ((0, 0), (rows.before, rows.after), (cols.before, cols.after), (0, 0)),
-                  constant_values=value)
+    n, h, w, c = x.shape
+    out = np.empty((n, rows.before + h + rows.after, cols.before + w + cols.after, c), x.dtype)
+    out[:, :rows.before] = value
+    out[:, rows.before + h:] = value
+    out[:, rows.before:rows.before + h, :cols.before] = value
+    out[:, rows.before:rows.before + h, cols.before + w:] = value
+    out[:, rows.before:rows.before + h, cols.before:cols.before + w] = x
+    return out
 
 
 def _windows(x: np.ndarray, rows: _Axis, cols: _Axis, value=0) -> np.ndarray:
@@ -165,6 +189,46 @@ def _windows(x: np.ndarray, rows: _Axis, cols: _Axis, value=0) -> np.ndarray:
     view = sliding_window_view(_pad(x, rows, cols, value), (rows.extent, cols.extent), axis=(1, 2))
     return view[:, :rows.out * rows.stride:rows.stride, :cols.out * cols.stride:cols.stride, :,
                 ::rows.dilation, ::cols.dilation]
+
+
+def _tap(padded: np.ndarray, i: int, j: int, rows: _Axis, cols: _Axis) -> np.ndarray:
+    """A view (N, out_h, out_w, C) of what filter tap (i, j) reads for every output pixel."""
+    top, left = i * rows.dilation, j * cols.dilation
+    return padded[:, top:top + (rows.out - 1) * rows.stride + 1:rows.stride,
+                  left:left + (cols.out - 1) * cols.stride + 1:cols.stride]
+
+
+_FILL_MAX_CHANNELS = 3
+"""Up to this many input channels, the patch matrix is filled tap by tap (each copy runs along
+whole rows of the input); with more, one copy of the strided window view is faster."""
+
+
+def _patches(x: np.ndarray, rows: _Axis, cols: _Axis, kh: int, kw: int) -> np.ndarray:
+    """The im2col matrix (pixels, kh * kw * C): a row per output pixel (n, oh, ow), columns in
+    filter order (kh, kw, C). Column-major when filled tap by tap, which BLAS reads as well."""
+    n, c = x.shape[0], x.shape[3]
+    pixels = n * rows.out * cols.out
+    padded = _pad(x, rows, cols)
+    if kh == kw == 1:
+        return _tap(padded, 0, 0, rows, cols).reshape(pixels, c)
+    if c <= _FILL_MAX_CHANNELS:
+        columns = np.empty((kh, kw, c, n, rows.out, cols.out), x.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                tap = _tap(padded, i, j, rows, cols)
+                if c == 1:
+                    columns[i, j, 0] = tap[..., 0]
+                else:
+                    columns[i, j] = tap.transpose(3, 0, 1, 2)
+        return columns.reshape(kh * kw * c, pixels).T
+    windows = _windows(padded, _unpadded(rows), _unpadded(cols))  # (N, OH, OW, C, KH, KW)
+    return windows.transpose(0, 1, 2, 4, 5, 3).reshape(pixels, kh * kw * c)
+
+
+@functools.lru_cache(maxsize=256)
+def _unpadded(axis: _Axis) -> _Axis:
+    """The same window over an input that is already padded."""
+    return _Axis(axis.window, axis.stride, axis.dilation, 0, 0, axis.out)
 
 
 def _convolve(x: np.ndarray, filt: np.ndarray, rows: _Axis, cols: _Axis,
@@ -176,23 +240,73 @@ def _convolve(x: np.ndarray, filt: np.ndarray, rows: _Axis, cols: _Axis,
     dtype = _compute_dtype(x.dtype)
     if min(n, rows.out, cols.out, out) == 0:
         return np.zeros((n, rows.out, cols.out, out), dtype)
-    patches = _windows(x.astype(dtype, copy=False), rows, cols)  # (N, OH, OW, C, KH, KW)
+    x = x.astype(dtype, copy=False)
     weights = filt.astype(dtype, copy=False)
     if group_in == 1 and groups > 1:
-        return _depthwise(patches, weights.reshape(kh, kw, groups, group_out))
+        return _depthwise(x, weights.reshape(kh, kw, groups * group_out), group_out, rows, cols)
+    if groups == 1:
+        product = _blocked_matmul(_patches(x, rows, cols, kh, kw),
+                                  weights.reshape(kh * kw * group_in, out))
+        return product.reshape(n, rows.out, cols.out, out)
     pixels = n * rows.out * cols.out
-    patches = patches.reshape(n, rows.out, cols.out, groups, group_in, kh, kw)
+    patches = _windows(x, rows, cols).reshape(n, rows.out, cols.out, groups, group_in, kh, kw)
     patches = patches.transpose(3, 0, 1, 2, 5, 6, 4).reshape(groups, pixels, kh * kw * group_in)
     weights = weights.reshape(kh * kw * group_in, groups, group_out)
     product = np.matmul(patches, weights.transpose(1, 0, 2))  # (G, pixels, group_out)
     return product.transpose(1, 0, 2).reshape(n, rows.out, cols.out, out)
 
 
-def _depthwise(patches: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """One input channel per group: an im2col copy would be as large as the work, so einsum
-    contracts the strided view directly."""
-    n, oh, ow = patches.shape[:3]
-    return np.einsum("nhwcij,ijcm->nhwcm", patches, weights).reshape(n, oh, ow, -1)
+_BLOCK_PRODUCT = 262144
+"""Rows x columns x depth of one block of `_blocked_matmul`: OpenBLAS runs products up to this
+size on the calling thread (its GEMM threading threshold)."""
+_BLOCK_MIN_ROWS = 128
+
+
+def _blocked_matmul(patches: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """patches @ weights, for the tall and narrow products of convolutions with few channels,
+    in blocks of rows that BLAS computes on the calling thread. Threading such a product gains
+    little even on an idle machine (it moves about as much memory as it computes), and when
+    another process holds a core, OpenBLAS's threads wait for each other for milliseconds; the
+    blocks also keep each slice of the patch matrix in cache. Wider products, where threads pay
+    off, go to BLAS whole."""
+    pixels, depth = patches.shape
+    columns = weights.shape[1]
+    block = _BLOCK_PRODUCT // max(depth * columns, 1)
+    if block < _BLOCK_MIN_ROWS or pixels <= block:
+        return np.matmul(patches, weights)
+    out = np.empty((pixels, columns), np.result_type(patches, weights))
+    for start in range(0, pixels, block):
+        np.matmul(patches[start:start + block], weights, out=out[start:start + block])
+    return out
+
+
+def _depthwise(x: np.ndarray, weights: np.ndarray, multiplier: int, rows: _Axis,
+               cols: _Axis) -> np.ndarray:
+    """One input channel per group, `weights` (KH, KW, C * multiplier): a multiply-accumulate
+    per filter tap over the whole output. Each input channel is first repeated `multiplier`
+    times, so output channel c * multiplier + m reads input channel c. With unit column stride a
+    tap's rows are contiguous runs of out_w * channels values, and the weights are tiled to
+    match, so numpy's inner loop runs along whole rows instead of a few channels."""
+    padded = _pad(x, rows, cols)
+    if multiplier > 1:
+        padded = np.repeat(padded, multiplier, axis=3)
+    n, channels = x.shape[0], padded.shape[3]
+    kh, kw = weights.shape[:2]
+    shape = (n, rows.out, cols.out, channels)
+    if cols.stride == 1:
+        weights = np.tile(weights, (1, 1, cols.out))
+        shape = (n, rows.out, cols.out * channels)
+    out = np.empty(shape, x.dtype)
+    product = np.empty(shape, x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            tap = _tap(padded, i, j, rows, cols).reshape(shape)
+            if i == j == 0:
+                np.multiply(tap, weights[i, j], out=out)
+            else:
+                np.multiply(tap, weights[i, j], out=product)
+                out += product
+    return out.reshape(n, rows.out, cols.out, channels)
 
 
 def _conv2d(op: str, x: np.ndarray, filt: np.ndarray, spec: _Spec, groups_from) -> np.ndarray:
@@ -201,8 +315,9 @@ def _conv2d(op: str, x: np.ndarray, filt: np.ndarray, spec: _Spec, groups_from) 
     x = _to_nhwc(x, spec.channels_first)
     filt, groups = groups_from(x.shape[3], filt)
     rows, cols = spec.axes(x.shape[1], x.shape[2], filt.shape[:2])
-    check(filt.size > 0 or min(x.shape[0], rows.out, cols.out, filt.shape[3]) == 0,
-          f"{op}: filter must not have zero elements (i.e. all dimensions must be non-zero)")
+    if filt.size == 0 and min(x.shape[0], rows.out, cols.out, filt.shape[3]) != 0:
+        raise KernelError(f"{op}: filter must not have zero elements (i.e. all dimensions must "
+                          "be non-zero)")
     y = _convolve(x, filt, rows, cols, groups).astype(x.dtype, copy=False)
     return _from_nhwc(y, spec.channels_first)
 
@@ -210,20 +325,24 @@ def _conv2d(op: str, x: np.ndarray, filt: np.ndarray, spec: _Spec, groups_from) 
 def _conv2d_groups(channels: int, filt: np.ndarray) -> tuple[np.ndarray, int]:
     """Conv2D's grouping: the filter's in-depth divides the input's depth into groups."""
     group_in, out = filt.shape[2], filt.shape[3]
-    check(group_in > 0, f"Conv2D: filter depth must be stricly positive, got {group_in}")
-    check(channels % group_in == 0, f"Conv2D: input depth must be evenly divisible by filter "
-                                    f"depth: {channels} vs {group_in}")
+    if group_in <= 0:
+        raise KernelError(f"Conv2D: filter depth must be stricly positive, got {group_in}")
+    if channels % group_in:
+        raise KernelError(f"Conv2D: input depth must be evenly divisible by filter depth: "
+                          f"{channels} vs {group_in}")
     groups = channels // group_in
-    check(out % groups == 0, f"Conv2D: output depth must be evenly divisible by number of "
-                             f"groups: {out} vs {groups}")
+    if out % groups:
+        raise KernelError(f"Conv2D: output depth must be evenly divisible by number of groups: "
+                          f"{out} vs {groups}")
     return filt, groups
 
 
 def _depthwise_groups(channels: int, filt: np.ndarray) -> tuple[np.ndarray, int]:
     """A depthwise filter (H, W, C, M) is a grouped one (H, W, 1, C*M) with C groups: output
     channel c*M + m is input channel c convolved with filter[..., c, m]."""
-    check(filt.shape[2] == channels, f"DepthwiseConv2dNative: input and filter must have the "
-                                     f"same depth: {channels} vs {filt.shape[2]}")
+    if filt.shape[2] != channels:
+        raise KernelError(f"DepthwiseConv2dNative: input and filter must have the same depth: "
+                          f"{channels} vs {filt.shape[2]}")
     kh, kw, c, m = filt.shape
     return filt.reshape(kh, kw, 1, c * m), c
 
@@ -255,17 +374,18 @@ def _backprop_input_shape(input_sizes: np.ndarray, filt: np.ndarray, grad: np.nd
     """The NHWC shape of the gradient: input_sizes holds all 4 dims, or only the spatial two
     (batch and depth then come from out_backprop and the filter)."""
     sizes = np.asarray(input_sizes)
-    check(sizes.ndim == 1 and sizes.dtype.kind in "iu",
-          f"Conv2DBackpropInput: input_sizes must be a 1-D integer tensor, got shape "
-          f"{list(sizes.shape)} of {sizes.dtype}")
-    values = [int(v) for v in sizes]
+    if sizes.ndim != 1 or sizes.dtype.kind not in "iu":
+        raise KernelError(f"Conv2DBackpropInput: input_sizes must be a 1-D integer tensor, got "
+                          f"shape {list(sizes.shape)} of {sizes.dtype}")
+    values = sizes.tolist()
     if len(values) == 2:
         return grad.shape[0], values[0], values[1], filt.shape[2]
-    check(len(values) == 4, f"Conv2DBackpropInput: input_sizes must have 2 or 4 elements, got "
-                            f"{len(values)}")
+    if len(values) != 4:
+        raise KernelError(f"Conv2DBackpropInput: input_sizes must have 2 or 4 elements, got "
+                          f"{len(values)}")
     n, h, w, c = _split(values, channels_first, "input_sizes", "Conv2DBackpropInput")
-    check(min(n, h, w, c) >= 0, f"Conv2DBackpropInput: input_sizes must be non-negative, got "
-                                f"{values}")
+    if min(n, h, w, c) < 0:
+        raise KernelError(f"Conv2DBackpropInput: input_sizes must be non-negative, got {values}")
     return n, h, w, c
 
 
@@ -302,16 +422,18 @@ def conv2d_backprop_input(input_sizes: np.ndarray, filter: np.ndarray, out_backp
     n, height, width, channels = _backprop_input_shape(input_sizes, filter, grad,
                                                        spec.channels_first)
     kh, kw, group_in, out = filter.shape
-    check(group_in > 0 and channels % group_in == 0,
-          f"{op}: input depth {channels} must be evenly divisible by filter depth {group_in}")
+    if not (group_in > 0 and channels % group_in == 0):
+        raise KernelError(f"{op}: input depth {channels} must be evenly divisible by filter "
+                          f"depth {group_in}")
     groups = channels // group_in
-    check(out % groups == 0 and out == grad.shape[3],
-          f"{op}: filter out depth {out} must match out_backprop depth {grad.shape[3]} and be "
-          f"divisible by the {groups} groups")
+    if not (out % groups == 0 and out == grad.shape[3]):
+        raise KernelError(f"{op}: filter out depth {out} must match out_backprop depth "
+                          f"{grad.shape[3]} and be divisible by the {groups} groups")
     rows, cols = spec.axes(height, width, (kh, kw))
-    check(grad.shape[:3] == (n, rows.out, cols.out),
-          f"{op}: out_backprop has shape {list(grad.shape)} in NHWC, but a convolution of an "
-          f"input of {[n, height, width, channels]} gives {[n, rows.out, cols.out, out]}")
+    if grad.shape[:3] != (n, rows.out, cols.out):
+        raise KernelError(f"{op}: out_backprop has shape {list(grad.shape)} in NHWC, but a "
+                          f"convolution of an input of {[n, height, width, channels]} gives "
+                          f"{[n, rows.out, cols.out, out]}")
     dtype = _compute_dtype(out_backprop.dtype)
     x = np.zeros((n, height, width, channels), dtype)
     if min(n, rows.out, cols.out, height, width, channels) > 0:
@@ -373,15 +495,44 @@ def _lowest(dtype: np.dtype):
     return dtype.type(info.min)
 
 
+_LOWEST: dict[np.dtype, object] = {}
+
+
+def _cached_lowest(dtype: np.dtype):
+    lowest = _LOWEST.get(dtype)
+    if lowest is None:
+        lowest = _LOWEST[dtype] = _lowest(dtype)
+    return lowest
+
+
 def _max_windows(windows: np.ndarray, dtype: np.dtype, axis) -> np.ndarray:
     """TensorFlow's max pooling starts from the dtype's lowest value and keeps the running
     maximum unless an element compares greater, so NaNs are skipped and -inf (or an all-NaN
     window) yields the lowest finite value."""
     if dtype.kind in "iu":
         return windows.max(axis=axis)
-    lowest = _lowest(dtype)
-    with np.errstate(invalid="ignore"):
-        return np.fmax(np.fmax.reduce(windows, axis=axis), lowest)
+    return np.fmax(np.fmax.reduce(windows, axis=axis), _cached_lowest(dtype))
+
+
+def _separable(padded: np.ndarray, rows: _Axis, cols: _Axis, combine: np.ufunc) -> np.ndarray:
+    """`combine` (a ufunc such as np.fmax or np.add) reduced over every window of the padded
+    input, as a new C-contiguous (N, out_h, out_w, C) array: first over the window's rows, one
+    vectorized call per row offset, then over its columns the same way."""
+    span_h = (rows.out - 1) * rows.stride + 1
+    span_w = (cols.out - 1) * cols.stride + 1
+    if rows.window == 1 and cols.window == 1:
+        return padded[:, :span_h:rows.stride, :span_w:cols.stride].copy()
+    tall = padded[:, :span_h:rows.stride]
+    if rows.window > 1:
+        tall = combine(tall, padded[:, 1:1 + span_h:rows.stride])
+        for i in range(2, rows.window):
+            combine(tall, padded[:, i:i + span_h:rows.stride], out=tall)
+    if cols.window == 1:
+        return np.ascontiguousarray(tall[:, :, :span_w:cols.stride])
+    out = combine(tall[:, :, :span_w:cols.stride], tall[:, :, 1:1 + span_w:cols.stride])
+    for j in range(2, cols.window):
+        combine(out, tall[:, :, j:j + span_w:cols.stride], out=out)
+    return out
 
 
 def _max_pool(op: str, x: np.ndarray, spec: _PoolSpec) -> np.ndarray:
@@ -393,13 +544,20 @@ def _max_pool(op: str, x: np.ndarray, spec: _PoolSpec) -> np.ndarray:
     if min(x.shape[0], x.shape[3], rows.out, cols.out) == 0:
         y = np.zeros((x.shape[0], rows.out, cols.out, x.shape[3]), x.dtype)
     else:
-        y = _max_windows(_windows(x, rows, cols, _lowest(x.dtype)), x.dtype, (4, 5))
+        lowest = _cached_lowest(x.dtype)
+        padded = _pad(x, rows, cols, lowest)
+        if x.dtype.kind in "iu":
+            y = _separable(padded, rows, cols, np.maximum)
+        else:
+            y = _separable(padded, rows, cols, np.fmax)
+            np.fmax(y, lowest, out=y)
     return _from_nhwc(y, spec.conv.channels_first)
 
 
 def _depth_max_pool(op: str, x: np.ndarray, depth: int) -> np.ndarray:
-    check(x.shape[3] % depth == 0, f"{op}: Depthwise max pooling requires the depth window to "
-                                   f"evenly divide the input depth {x.shape[3]}")
+    if x.shape[3] % depth:
+        raise KernelError(f"{op}: Depthwise max pooling requires the depth window to evenly "
+                          f"divide the input depth {x.shape[3]}")
     n, h, w, c = x.shape
     if x.size == 0:
         return np.zeros((n, h, w, c // depth), x.dtype)
@@ -418,10 +576,11 @@ def max_pool(input: np.ndarray, *, ksize, strides, padding: str, explicit_paddin
 def max_pool_v2(input: np.ndarray, ksize: np.ndarray, strides: np.ndarray, *, padding: str,
                 data_format: str = "NHWC", **_) -> tuple[np.ndarray]:
     for name, value in (("ksize", ksize), ("strides", strides)):
-        check(np.ndim(value) == 1 and np.size(value) == 4,
-              f"MaxPoolV2: Sliding window {name} field must specify 4 dimensions")
-    spec = _pool_spec("MaxPoolV2", tuple(int(k) for k in ksize), tuple(int(s) for s in strides),
-                      padding, (), data_format)
+        if np.ndim(value) != 1 or np.size(value) != 4:
+            raise KernelError(f"MaxPoolV2: Sliding window {name} field must specify 4 "
+                              "dimensions")
+    spec = _pool_spec("MaxPoolV2", tuple(ksize.tolist()), tuple(strides.tolist()), padding, (),
+                      data_format)
     return (_max_pool("MaxPoolV2", input, spec),)
 
 
@@ -429,6 +588,16 @@ def _valid_counts(size: int, axis: _Axis) -> np.ndarray:
     """How many input (not padding) elements each output window covers along one axis."""
     starts = np.arange(axis.out) * axis.stride - axis.before
     return np.minimum(starts + axis.window, size) - np.maximum(starts, 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _avg_divisors(height: int, width: int, rows: _Axis, cols: _Axis,
+                  dtype: np.dtype) -> np.ndarray:
+    """(out_h, out_w, 1): how many input elements each window averages; cached per shape."""
+    counts = np.outer(_valid_counts(height, rows), _valid_counts(width, cols))
+    divisors = counts[:, :, None].astype(dtype)
+    divisors.flags.writeable = False
+    return divisors
 
 
 @kernel("AvgPool")
@@ -442,9 +611,8 @@ def avg_pool(value: np.ndarray, *, ksize, strides, padding: str, data_format: st
     if min(x.shape[0], x.shape[3], rows.out, cols.out) == 0:
         y = np.zeros((x.shape[0], rows.out, cols.out, x.shape[3]), dtype)
     else:
-        sums = _windows(x.astype(dtype, copy=False), rows, cols).sum(axis=(4, 5))
-        counts = np.outer(_valid_counts(x.shape[1], rows), _valid_counts(x.shape[2], cols))
-        y = sums / counts[:, :, None].astype(dtype)
+        y = _separable(_pad(x.astype(dtype, copy=False), rows, cols), rows, cols, np.add)
+        np.divide(y, _avg_divisors(x.shape[1], x.shape[2], rows, cols, dtype), out=y)
     return (_from_nhwc(y.astype(x.dtype, copy=False), spec.conv.channels_first),)
 
 
@@ -453,19 +621,35 @@ def avg_pool(value: np.ndarray, *, ksize, strides, padding: str, data_format: st
 
 
 def _channel_axis(x: np.ndarray, data_format: str, op: str) -> int:
-    check(data_format in ("NHWC", "NCHW", "NDHWC", "NCDHW"),
-          f"{op}: unsupported data_format {data_format!r}")
-    check(x.ndim in (4, 5), f"{op}: input must be 4 or 5-dimensional, got shape {list(x.shape)}")
+    if data_format not in ("NHWC", "NCHW", "NDHWC", "NCDHW"):
+        raise KernelError(f"{op}: unsupported data_format {data_format!r}")
+    if x.ndim not in (4, 5):
+        raise KernelError(f"{op}: input must be 4 or 5-dimensional, got shape {list(x.shape)}")
     return x.ndim - 1 if data_format.endswith("C") else 1
 
 
 def _check_channels(values: dict, channels: int, op: str) -> None:
     for name, value in values.items():
-        check(np.ndim(value) == 1, f"{op}: {name} must be 1-dimensional, got shape "
-                                   f"{list(np.shape(value))}")
-        check(np.size(value) == channels, f"{op}: {name} must have the same number of elements "
-                                          f"as the channels of x, got {np.size(value)} and "
-                                          f"{channels}")
+        if np.ndim(value) != 1:
+            raise KernelError(f"{op}: {name} must be 1-dimensional, got shape "
+                              f"{list(np.shape(value))}")
+        if np.size(value) != channels:
+            raise KernelError(f"{op}: {name} must have the same number of elements as the "
+                              f"channels of x, got {np.size(value)} and {channels}")
+
+
+def _scale_and_shift(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                     axis: int) -> np.ndarray:
+    """x * multiplier + shift, both per channel along `axis`. With channels last, a few
+    channels repeat along rows of at least a few hundred values, and numpy's loops run along
+    those rows with the per-channel values tiled to match (the same products and sums)."""
+    if axis == x.ndim - 1:
+        y = channel_tiled(np.multiply, x, multiplier, True)
+        if y is not None:
+            return channel_tiled(np.add, y, shift, True)
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    return x * multiplier.reshape(shape) + shift.reshape(shape)
 
 
 def _batch_norm(op: str, x: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: np.ndarray,
@@ -481,14 +665,13 @@ def _batch_norm(op: str, x: np.ndarray, scale: np.ndarray, offset: np.ndarray, m
     channels = x.shape[axis]
     _check_channels({"scale": scale, "offset": offset}, channels, op)
     if not is_training or exponential_avg_factor != 1.0:
-        mode = "false" if not is_training else "true and exponential_avg_factor != 1"
         for name, value in (("mean", mean), ("variance", variance)):
-            check(np.size(value) == channels, f"{op}: When is_training={mode}, {name} must have "
-                                              f"the same number of elements as the channels of "
-                                              f"x, got {np.size(value)} and {channels}")
+            if np.size(value) != channels:
+                mode = "false" if not is_training else "true and exponential_avg_factor != 1"
+                raise KernelError(f"{op}: When is_training={mode}, {name} must have the same "
+                                  f"number of elements as the channels of x, got "
+                                  f"{np.size(value)} and {channels}")
     stat_dtype = scale.dtype
-    shape = [1] * x.ndim
-    shape[axis] = channels
     if is_training:
         batch_mean, batch_var, saved_mean, saved_var = _batch_moments(
             x, axis, mean, variance, exponential_avg_factor, stat_dtype)
@@ -501,7 +684,7 @@ def _batch_norm(op: str, x: np.ndarray, scale: np.ndarray, offset: np.ndarray, m
         batch_mean = batch_var = np.full(channels, np.nan, stat_dtype)
     multiplier = scale * (1 / np.sqrt(use_var + stat_dtype.type(epsilon)))
     shift = offset - use_mean * multiplier
-    y = x.astype(stat_dtype, copy=False) * multiplier.reshape(shape) + shift.reshape(shape)
+    y = _scale_and_shift(x.astype(stat_dtype, copy=False), multiplier, shift, axis)
     return y.astype(x.dtype, copy=False), batch_mean, batch_var, saved_mean, saved_var
 
 

@@ -306,10 +306,10 @@ def string_to_number(string_tensor: np.ndarray, *, out_type=None, **_) -> tuple[
         values = [_parse_int(t) for t in texts]
         values = [v if v is not None and info.min <= v <= info.max else None for v in values]
     for text, value in zip(texts, values):
-        check(value is not None, _unparsable(text))
-    with np.errstate(over="ignore"):
-        return (np.array(values, dtype=np.float64 if dtype.kind == "f" else dtype).astype(
-            dtype).reshape(strings.shape),)
+        if value is None:
+            raise KernelError(_unparsable(text))
+    return (np.array(values, dtype=np.float64 if dtype.kind == "f" else dtype).astype(
+        dtype).reshape(strings.shape),)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,11 +16,13 @@ unknown rank.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from savedmodel.runtime import dtypes
+from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
 
@@ -28,7 +30,7 @@ Shape = tuple[int | None, ...] | None
 """A partial shape: None for an unknown rank, None entries for unknown dimensions."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class TensorList:
     """One TensorList value (compared by identity: its items are arrays)."""
 
@@ -58,25 +60,35 @@ def _shape_text(shape: Shape) -> str:
 
 def _shape_from_tensor(value: np.ndarray, op: str) -> Shape:
     """An element_shape input: -1 (a scalar) for an unknown rank, else dims with -1 unknown."""
-    array = np.asarray(value)
-    check(array.dtype.kind in "iu" and array.ndim <= 1,
-          f"{op}: element_shape must be an int32 or int64 scalar or vector, got shape "
-          f"{list(array.shape)} of {array.dtype}")
+    array = value if type(value) is np.ndarray else np.asarray(value)
+    if array.dtype.kind not in "iu" or array.ndim > 1:
+        raise KernelError(f"{op}: element_shape must be an int32 or int64 scalar or vector, got "
+                          f"shape {list(array.shape)} of {array.dtype}")
     if array.ndim == 0:
         check(int(array) == -1, f"{op}: The only valid scalar shape tensor is the fully unknown "
                                 f"shape specified as -1.")
         return None
-    dims = [int(d) for d in array]
-    check(all(d >= -1 for d in dims), f"{op}: element_shape dimensions must be >= -1, got {dims}")
+    return _partial_shape(tuple(array.tolist()), op)
+
+
+@functools.lru_cache(maxsize=256)
+def _partial_shape(dims: tuple[int, ...], op: str) -> Shape:
+    check(all(d >= -1 for d in dims), f"{op}: element_shape dimensions must be >= -1, got "
+                                      f"{list(dims)}")
     return tuple(None if d == -1 else d for d in dims)
 
 
 def _merge(a: Shape, b: Shape, op: str) -> Shape:
     """The most specific shape compatible with both; an error if they conflict."""
-    if a is None:
+    if a is None or a == b:
         return b
     if b is None:
         return a
+    return _merged(a, b, op)
+
+
+@functools.lru_cache(maxsize=256)
+def _merged(a: Shape, b: Shape, op: str) -> Shape:
     check(len(a) == len(b), f"{op}: PartialTensorShape: Incompatible ranks during merge: "
                             f"{len(a)} vs. {len(b)}")
     for x, y in zip(a, b):
@@ -87,12 +99,12 @@ def _merge(a: Shape, b: Shape, op: str) -> Shape:
 
 
 def _compatible(partial: Shape, shape: tuple[int, ...]) -> bool:
-    return partial is None or (len(partial) == len(shape) and all(
+    return partial is None or partial == shape or (len(partial) == len(shape) and all(
         p is None or p == d for p, d in zip(partial, shape)))
 
 
 def _fully_defined(shape: Shape) -> bool:
-    return shape is not None and all(d is not None for d in shape)
+    return shape is not None and None not in shape
 
 
 def _read_shape(tensor_list: TensorList, element_shape: np.ndarray, op: str) -> Shape:
@@ -118,28 +130,30 @@ def _tf_type_name(dtype: dtypes.DType) -> str:
 
 
 def _the_list(value, op: str) -> TensorList:
-    check(isinstance(value, TensorList),
-          f"{op}: input_handle must be a TensorList, got {type(value).__name__}")
+    if type(value) is not TensorList and not isinstance(value, TensorList):
+        raise KernelError(f"{op}: input_handle must be a TensorList, got {type(value).__name__}")
     return value
 
 
 def _check_dtype(tensor_list: TensorList, element_dtype, op: str) -> None:
-    if element_dtype is None:
+    if element_dtype is None or element_dtype is tensor_list.element_dtype:
         return
     wanted = dtypes.as_dtype(element_dtype)
-    check(wanted.enum == tensor_list.element_dtype.enum,
-          f"{op}: Invalid data types; op elements {_tf_type_name(wanted)} but list elements "
-          f"{_tf_type_name(tensor_list.element_dtype)}")
+    if wanted.enum != tensor_list.element_dtype.enum:
+        raise KernelError(f"{op}: Invalid data types; op elements {_tf_type_name(wanted)} but "
+                          f"list elements {_tf_type_name(tensor_list.element_dtype)}")
 
 
 def _check_item(tensor_list: TensorList, item: np.ndarray, op: str, complaint: str) -> None:
-    dtype = dtypes.from_numpy(np.asarray(item).dtype)
-    check(dtype.enum == tensor_list.element_dtype.enum,
-          f"{op}: Invalid data types; op elements {_tf_type_name(dtype)} but list elements "
-          f"{_tf_type_name(tensor_list.element_dtype)}")
-    check(_compatible(tensor_list.element_shape, np.shape(item)),
-          f"{op}: {complaint} {_shape_text(np.shape(item))} list shape: "
-          f"{_shape_text(tensor_list.element_shape)}")
+    declared = tensor_list.element_dtype
+    if declared.numpy is None or item.dtype != declared.numpy:
+        dtype = dtypes.from_numpy(item.dtype)
+        if dtype.enum != declared.enum:
+            raise KernelError(f"{op}: Invalid data types; op elements {_tf_type_name(dtype)} but "
+                              f"list elements {_tf_type_name(declared)}")
+    if not _compatible(tensor_list.element_shape, item.shape):
+        raise KernelError(f"{op}: {complaint} {_shape_text(item.shape)} list shape: "
+                          f"{_shape_text(tensor_list.element_shape)}")
 
 
 def _zeros(shape: tuple[int, ...], dtype: dtypes.DType) -> np.ndarray:
@@ -153,15 +167,23 @@ def _zeros(shape: tuple[int, ...], dtype: dtypes.DType) -> np.ndarray:
 def _stacked(items, shape: tuple[int, ...], dtype: dtypes.DType) -> np.ndarray:
     """Items stacked along a new first axis; unset items read as zeros of `shape`."""
     if items and all(item is not None for item in items):
-        return np.stack(items)
+        first = items[0]
+        if any(item.shape != first.shape or item.dtype != first.dtype for item in items):
+            return np.stack(items)
+        out = np.empty((len(items),) + first.shape, first.dtype)
+        for i, item in enumerate(items):
+            out[i, ...] = item  # `...` copies a 0-d object array's item, not the array
+        return out
     out = _zeros((len(items),) + shape, dtype)
     for i, item in enumerate(items):
         if item is not None:
-            out[i] = item
+            out[i, ...] = item
     return out
 
 
 def _count(value: np.ndarray, op: str, what: str) -> int:
+    if type(value) is np.ndarray and value.size == 1 and value.dtype.kind in "iu":
+        return int(value.item())
     return scalar_int(value, f"{op}: {what}")
 
 
@@ -175,7 +197,8 @@ def empty_tensor_list(element_shape: np.ndarray, max_num_elements: np.ndarray, *
     op = "EmptyTensorList"
     shape = _shape_from_tensor(element_shape, op)
     capacity = _count(max_num_elements, op, "max_num_elements")
-    check(capacity >= -1, f"{op}: max_num_elements must be -1 (unlimited) or non-negative, got "
+    if capacity < -1:
+        raise KernelError(f"{op}: max_num_elements must be -1 (unlimited) or non-negative, got "
                           f"{capacity}")
     return (TensorList(dtypes.as_dtype(element_dtype), shape, (), capacity),)
 
@@ -186,8 +209,9 @@ def tensor_list_reserve(element_shape: np.ndarray, num_elements: np.ndarray, *, 
     op = "TensorListReserve"
     shape = _shape_from_tensor(element_shape, op)
     count = _count(num_elements, op, "num_elements")
-    check(count >= 0, f"{op}: The num_elements to reserve must be a non negative number, but got "
-                      f"{count}")
+    if count < 0:
+        raise KernelError(f"{op}: The num_elements to reserve must be a non negative number, but "
+                          f"got {count}")
     return (TensorList(dtypes.as_dtype(element_dtype), shape, (None,) * count),)
 
 
@@ -195,19 +219,21 @@ def tensor_list_reserve(element_shape: np.ndarray, num_elements: np.ndarray, *, 
 def tensor_list_from_tensor(tensor: np.ndarray, element_shape: np.ndarray,
                             **_) -> tuple[TensorList]:
     op = "TensorListFromTensor"
-    tensor = np.asarray(tensor)
-    check(tensor.ndim >= 1, f"{op}: Tensor must be at least a vector, but saw shape: "
-                            f"{_shape_text(tensor.shape)}")
+    if tensor.ndim < 1:
+        raise KernelError(f"{op}: Tensor must be at least a vector, but saw shape: "
+                          f"{_shape_text(tensor.shape)}")
     shape = _shape_from_tensor(element_shape, op)
-    check(_compatible(shape, tensor.shape[1:]), f"{op}: Specified a list with shape "
-                                                f"{_shape_text(shape)} from a tensor with shape "
-                                                f"{_shape_text(tensor.shape[1:])}")
+    if not _compatible(shape, tensor.shape[1:]):
+        raise KernelError(f"{op}: Specified a list with shape {_shape_text(shape)} from a tensor "
+                          f"with shape {_shape_text(tensor.shape[1:])}")
     return (TensorList(dtypes.from_numpy(tensor.dtype), shape, _rows(tensor)),)
 
 
 def _rows(tensor: np.ndarray) -> tuple[np.ndarray, ...]:
     """The rows of `tensor` as arrays (0-d ones for a vector, where iteration gives scalars)."""
-    return tuple(tensor[i, ...] for i in range(tensor.shape[0]))
+    if tensor.ndim == 1:
+        return tuple(tensor[i, ...] for i in range(tensor.shape[0]))
+    return tuple(tensor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,8 +257,9 @@ def tensor_list_element_shape(input_handle, *, shape_type=None, **_) -> tuple[np
 
 def _index(value: np.ndarray, size: int, op: str, verb: str) -> int:
     index = _count(value, op, "index")
-    check(0 <= index < size, f"{op}: Trying to {verb} element {index} in a list with {size} "
-                             f"elements.")
+    if not 0 <= index < size:
+        raise KernelError(f"{op}: Trying to {verb} element {index} in a list with {size} "
+                          "elements.")
     return index
 
 
@@ -242,9 +269,10 @@ def tensor_list_get_item(input_handle, index: np.ndarray, element_shape: np.ndar
     op = "TensorListGetItem"
     tensor_list = _the_list(input_handle, op)
     _check_dtype(tensor_list, element_dtype, op)
-    i = _index(index, len(tensor_list), op, "access")
-    if tensor_list.items[i] is not None:
-        return (tensor_list.items[i],)
+    items = tensor_list.items
+    i = _index(index, len(items), op, "access")
+    if items[i] is not None:
+        return (items[i],)
     shape = _read_shape(tensor_list, element_shape, op)
     if not _fully_defined(shape):
         shape = _merge_items(shape, tensor_list.items, op)
@@ -260,18 +288,18 @@ def tensor_list_stack(input_handle, element_shape: np.ndarray, *, element_dtype=
     op = "TensorListStack"
     tensor_list = _the_list(input_handle, op)
     _check_dtype(tensor_list, element_dtype, op)
-    check(num_elements == -1 or num_elements == len(tensor_list),
-          f"{op}: Operation expected a list with {num_elements} elements but got a list with "
-          f"{len(tensor_list)} elements.")
+    if num_elements != -1 and num_elements != len(tensor_list):
+        raise KernelError(f"{op}: Operation expected a list with {num_elements} elements but got "
+                          f"a list with {len(tensor_list)} elements.")
     shape = _read_shape(tensor_list, element_shape, op)
-    check(_fully_defined(shape) or len(tensor_list) > 0,
-          f"{op}: Tried to stack elements of an empty list with non-fully-defined element_shape: "
-          f"{_shape_text(shape)}")
+    if not _fully_defined(shape) and len(tensor_list) == 0:
+        raise KernelError(f"{op}: Tried to stack elements of an empty list with non-fully-defined "
+                          f"element_shape: {_shape_text(shape)}")
     if not _fully_defined(tensor_list.element_shape):
         shape = _merge_items(shape, tensor_list.items, op)
-    check(_fully_defined(shape), f"{op}: Tried to stack list which only contains uninitialized "
-                                 f"tensors and has a non-fully-defined element_shape: "
-                                 f"{_shape_text(shape)}")
+    if not _fully_defined(shape):
+        raise KernelError(f"{op}: Tried to stack list which only contains uninitialized tensors "
+                          f"and has a non-fully-defined element_shape: {_shape_text(shape)}")
     return (_stacked(tensor_list.items, shape, tensor_list.element_dtype),)
 
 
@@ -376,14 +404,18 @@ def tensor_list_set_item(input_handle, index: np.ndarray, item: np.ndarray, *,
     tensor_list = _the_list(input_handle, op)
     _check_dtype(tensor_list, element_dtype, op)
     i = _count(index, op, "index")
-    size = len(tensor_list)
-    check(0 <= i and (i < size or resize_if_index_out_of_bounds),
-          f"{op}: Trying to modify element {i} in a list with {size} elements.")
+    items = tensor_list.items
+    size = len(items)
+    if not (0 <= i and (i < size or resize_if_index_out_of_bounds)):
+        raise KernelError(f"{op}: Trying to modify element {i} in a list with {size} elements.")
     _check_item(tensor_list, item, op, "Tried to set a tensor with incompatible shape at a list "
                                        "index. Item element shape:")
-    items = list(tensor_list.items) + [None] * (i + 1 - size)
-    items[i] = np.asarray(item)
-    return (tensor_list.with_items(items),)
+    if i < size:
+        items = items[:i] + (item,) + items[i + 1:]
+    else:
+        items = items + (None,) * (i - size) + (item,)
+    return (TensorList(tensor_list.element_dtype, tensor_list.element_shape, items,
+                       tensor_list.max_num_elements),)
 
 
 @kernel("TensorListPushBack")
@@ -395,10 +427,11 @@ def tensor_list_push_back(input_handle, tensor: np.ndarray, *, element_dtype=Non
     _check_item(tensor_list, tensor, op, "Tried to append a tensor with incompatible shape to a "
                                          "list. Op element shape:")
     capacity = tensor_list.max_num_elements
-    check(capacity == -1 or len(tensor_list) < capacity,
-          f"{op}: Tried to push item into a full list list size: {len(tensor_list)} "
-          f"max_num_elements: {capacity}")
-    return (tensor_list.with_items(tensor_list.items + (np.asarray(tensor),)),)
+    if capacity != -1 and len(tensor_list) >= capacity:
+        raise KernelError(f"{op}: Tried to push item into a full list list size: "
+                          f"{len(tensor_list)} max_num_elements: {capacity}")
+    return (TensorList(tensor_list.element_dtype, tensor_list.element_shape,
+                       tensor_list.items + (tensor,), capacity),)
 
 
 @kernel("TensorListPopBack")
