@@ -36,22 +36,28 @@ def run(plan: Plan, feeds, ctx: Context) -> list:
 
     Floating-point warnings are silenced for the whole run, once: TensorFlow returns inf and
     NaN without complaint, and entering numpy's errstate per kernel would cost more than many
-    kernels do."""
+    kernels do. Kernels that run functions (calls, loop bodies, branches) use `run_nested`,
+    which is already inside that state."""
+    with np.errstate(all="ignore"):
+        return run_nested(plan, feeds, ctx)
+
+
+def run_nested(plan: Plan, feeds, ctx: Context) -> list:
+    """`run` for a plan started from inside a running plan."""
     values = list(plan.initial)
     _place_feeds(plan, feeds, values)
-    with np.errstate(all="ignore"):
-        for step in plan.steps:
-            args = [values[slot][index] for slot, index in step.inputs]
-            try:
-                out = step.fn(ctx, *args, **step.attrs) if step.context else step.fn(*args, **step.attrs)
-            except SavedModelError as err:
-                raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}") from None
-            except Exception as err:  # a kernel bug or an input numpy rejects: still name the node
-                raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}) failed: "
-                                f"{type(err).__name__}: {err}") from err
-            values[step.slot] = out
-            for slot in step.frees:
-                values[slot] = None
+    for step in plan.steps:
+        args = [values[slot][index] for slot, index in step.inputs]
+        try:
+            out = step.fn(ctx, *args, **step.attrs) if step.context else step.fn(*args, **step.attrs)
+        except SavedModelError as err:
+            raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}") from None
+        except Exception as err:  # a kernel bug or an input numpy rejects: still name the node
+            raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}) failed: "
+                            f"{type(err).__name__}: {err}") from err
+        values[step.slot] = out
+        for slot in step.frees:
+            values[slot] = None
     return [values[slot][index] for slot, index in plan.fetches]
 
 

@@ -39,10 +39,11 @@ class FunctionLibrary:
         return self._call_kernels.get(op)
 
     def call(self, name: str, inputs: tuple, ctx: executor.Context) -> tuple:
+        """Run a function from inside a running plan (a call, branch or loop body)."""
         plan = self.plan(name)
         if len(inputs) != len(plan.feeds):
             raise SavedModelError(f"function {name!r} takes {len(plan.feeds)} inputs, got {len(inputs)}")
-        return tuple(executor.run(plan, inputs, ctx))
+        return tuple(executor.run_nested(plan, inputs, ctx))
 
     def plan(self, name: str) -> Plan:
         plan = self._plans.get(name)

@@ -274,7 +274,8 @@ class _ConcreteFunction:
 
     def call(self, flat: list):
         captures = [self._model._capture(node_id, self.name) for node_id in self._bound]
-        outputs = self._model._context.call(self.name, flat + captures)
+        with np.errstate(all="ignore"):
+            outputs = self._model._context.call(self.name, flat + captures)
         return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from savedmodel.runtime.executor import run_nested
 from savedmodel.runtime.registry import kernel
 
 
@@ -37,7 +38,9 @@ def case(ctx, branch_index, *inputs, branches, **_):
 
 @kernel("While", "StatelessWhile", context=True)
 def while_(ctx, *loop_vars, cond, body, **_):
-    values = tuple(loop_vars)
-    while truth(ctx.call(cond.name, values)[0]):
-        values = ctx.call(body.name, values)
-    return values
+    """The plans are looked up once per loop, not once per iteration."""
+    cond_plan, body_plan = ctx.library.plan(cond.name), ctx.library.plan(body.name)
+    values = loop_vars
+    while truth(run_nested(cond_plan, values, ctx)[0]):
+        values = run_nested(body_plan, values, ctx)
+    return tuple(values)
