@@ -47,9 +47,8 @@ def run_nested(plan: Plan, feeds, ctx: Context) -> list:
     values = list(plan.initial)
     _place_feeds(plan, feeds, values)
     for step in plan.steps:
-        args = [values[slot][index] for slot, index in step.inputs]
         try:
-            out = step.fn(ctx, *args, **step.attrs) if step.context else step.fn(*args, **step.attrs)
+            out = step.call(values, ctx)
         except SavedModelError as err:
             raise NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}") from None
         except Exception as err:  # a kernel bug or an input numpy rejects: still name the node

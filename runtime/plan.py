@@ -59,6 +59,24 @@ class Step:
     slot: int
     inputs: tuple[tuple[int, int], ...]
     frees: tuple[int, ...]
+    call: Callable[[list, object], tuple] = None
+    """`call(values, ctx)`: the kernel applied to its inputs read from the slots, built once so
+    the run loop does no argument packing of its own."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "call", _caller(self.fn, self.context, self.attrs, self.inputs))
+
+
+def _caller(fn, context: bool, attrs: dict, inputs) -> Callable[[list, object], tuple]:
+    if context:
+        return lambda values, ctx: fn(ctx, *[values[s][i] for s, i in inputs], **attrs)
+    if len(inputs) == 1:
+        ((s0, i0),) = inputs
+        return lambda values, ctx: fn(values[s0][i0], **attrs)
+    if len(inputs) == 2:
+        (s0, i0), (s1, i1) = inputs
+        return lambda values, ctx: fn(values[s0][i0], values[s1][i1], **attrs)
+    return lambda values, ctx: fn(*[values[s][i] for s, i in inputs], **attrs)
 
 
 @dataclass(frozen=True)
