@@ -291,6 +291,10 @@ def arg_length(arg: op_def_pb2.OpDef.ArgDef, attr: Mapping) -> int:
 
 
 def _ref_flags(args, attr: Mapping) -> list[bool]:
+    """Whether each flat input or output is a reference; nodes the planner made itself (the
+    IdentityN standing for an inlined call) carry no attrs and take no references."""
+    if not any(arg.is_ref for arg in args):
+        return []
     return [flag for arg in args for flag in [arg.is_ref] * arg_length(arg, attr)]
 
 

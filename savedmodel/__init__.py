@@ -2,8 +2,9 @@
 
 This package is the parent of `savedmodel.runtime`, which servers import on its own, so this
 module must stay cheap: it imports none of the project at import time. The authoring API
-(`sm.Variable`, `sm.Module`, `sm.train`, ...) is imported on first use, through the module
-`__getattr__`.
+(`sm.Variable`, `sm.Module`, `sm.train`, `sm.function`, `sm.constant` and the other op
+functions, the dtypes, `sm.nn`/`sm.math`/`sm.random`, ...) is imported on first use, through the
+module `__getattr__`. Names follow TensorFlow's; `sm.print` is `tf.print`.
 """
 import importlib
 
@@ -11,6 +12,35 @@ _LAZY = {
     "Module": ("savedmodel.module", "Module"),
     "Variable": ("savedmodel.variables", "Variable"),
     "train": ("savedmodel.train", None),
+    "Tensor": ("savedmodel.tensor", "Tensor"),
+    "TensorShape": ("savedmodel.shapes", "TensorShape"),
+    "TensorSpec": ("savedmodel.tensor_spec", "TensorSpec"),
+    "function": ("savedmodel.polymorphic_function", "function"),
+    "name_scope": ("savedmodel.scopes", "name_scope"),
+    "executing_eagerly": ("savedmodel.context", "executing_eagerly"),
+    "convert_to_tensor": ("savedmodel.op_builder", "convert_to_tensor"),
+    "print": ("savedmodel.ops.logging_ops", "print_"),
+    "config": ("savedmodel.config", None),
+    "dtypes": ("savedmodel.dtypes", None),
+    "errors": ("savedmodel.errors", None),
+    "math": ("savedmodel.ops.math_ops", None),
+    "nn": ("savedmodel.ops.nn_ops", None),
+    "random": ("savedmodel.ops.random_ops", None),
+    **{name: ("savedmodel.dtypes", name) for name in (
+        "bfloat16", "bool", "complex64", "complex128", "double", "float16", "float32",
+        "float64", "half", "int8", "int16", "int32", "int64", "resource", "string", "uint8",
+        "uint16", "uint32", "uint64", "variant")},
+    **{name: ("savedmodel.ops.array_ops", name) for name in (
+        "concat", "constant", "expand_dims", "eye", "fill", "gather", "identity", "ones",
+        "ones_like", "rank", "reshape", "shape", "size", "squeeze", "stack", "tile",
+        "transpose", "where", "zeros", "zeros_like")},
+    **{name: ("savedmodel.ops.math_ops", name) for name in (
+        "abs", "add", "argmax", "argmin", "cast", "divide", "equal", "exp", "floordiv",
+        "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
+        "logical_or", "matmul", "maximum", "minimum", "multiply", "negative", "not_equal",
+        "pow", "range", "reduce_all", "reduce_any", "reduce_max", "reduce_mean", "reduce_min",
+        "reduce_prod", "reduce_sum", "round", "sigmoid", "sign", "sqrt", "square", "subtract",
+        "tanh", "truediv")},
 }
 
 

@@ -7,6 +7,9 @@ text a string (an object array of bytes); numpy values keep theirs. Assigned val
 converted as TensorFlow converts them: numpy values are cast, Python floats never become
 integers. Names follow TensorFlow's eager rules: `name_scope` prefixes, `:0` suffix, no
 uniquifying.
+
+Reads, updates and operators work eagerly on the numpy value; while a function is being traced
+they become graph ops on the variable's captured handle (savedmodel.variable_ops).
 """
 from __future__ import annotations
 
@@ -17,14 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from savedmodel import context
+from savedmodel.convert import cast_array, to_array
 from savedmodel.runtime import dtypes
 from savedmodel.runtime.dtypes import DType
-from savedmodel.runtime.feeds import to_input
 from savedmodel.trackable import VARIABLE_VALUE, SavedValue, Trackable
 
 _SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("savedmodel_name_scope", default="")
-_INT32 = np.iinfo(np.int32)
-_STRING = dtypes.from_name("string")
 
 
 class name_scope:
@@ -65,8 +67,8 @@ def _full_name(name: str | None) -> str:
 
 class _Operators:
     """Arithmetic and comparisons on a variable's current value. Every operator goes through
-    `_apply`, the one place that decides what an operation on a variable returns (numpy
-    values for now)."""
+    `_apply`, the one place that decides what an operation on a variable returns: the
+    operator applied to the variable's value as a tensor."""
 
     def __add__(self, other): return _apply(operator.add, self, other)
     def __radd__(self, other): return _apply(operator.add, other, self)
@@ -106,7 +108,7 @@ class _Operators:
 
 
 def _apply(op: Callable, *operands):
-    return op(*(o._value if isinstance(o, Variable) else o for o in operands))
+    return op(*(o._sm_tensor() if isinstance(o, Variable) else o for o in operands))
 
 
 class Variable(_Operators, Trackable):
@@ -150,26 +152,49 @@ class Variable(_Operators, Trackable):
         """A copy of the value; a scalar comes back as a numpy scalar (or bytes), as in TF."""
         return self._value.copy()[()]
 
-    def read_value(self) -> np.ndarray:
-        return self._value.copy()
+    def read_value(self):
+        """The current value as a tensor (in a graph: `Read/ReadVariableOp` and an Identity)."""
+        return _graph_ops().read(self, "Read")
 
-    def value(self) -> np.ndarray:
-        return self._value.copy()
+    def value(self):
+        return _graph_ops().read(self)
 
     def assign(self, value: Any, use_locking: bool = False, name: str | None = None,
                read_value: bool = True) -> Variable:
-        self._value = self._checked(value, "assign")
+        if context.executing_eagerly():
+            self._value = self._checked(value, "assign")
+        else:
+            _graph_ops().update(self, "AssignVariableOp", value)
         return self
 
     def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None,
                    read_value: bool = True) -> Variable:
-        self._value = self._updated(operator.add, delta, "assign_add")
+        if context.executing_eagerly():
+            self._value = self._updated(operator.add, delta, "assign_add")
+        else:
+            _graph_ops().update(self, "AssignAddVariableOp", delta)
         return self
 
     def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None,
                    read_value: bool = True) -> Variable:
-        self._value = self._updated(operator.sub, delta, "assign_sub")
+        if context.executing_eagerly():
+            self._value = self._updated(operator.sub, delta, "assign_sub")
+        else:
+            _graph_ops().update(self, "AssignSubVariableOp", delta)
         return self
+
+    def _sm_tensor(self, dtype: DType | None = None):
+        """The value as a tensor wherever a tensor is expected (the conversion protocol of
+        savedmodel.op_builder.convert_to_tensor)."""
+        return _graph_ops().as_tensor(self, dtype)
+
+    @property
+    def _resource_handle(self):
+        """What graphs that capture this variable are fed with when they run."""
+        handle = self.__dict__.get("_handle")
+        if handle is None:
+            handle = self.__dict__["_handle"] = _graph_ops().VariableHandle(self)
+        return handle
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         return self._value.astype(dtype) if dtype is not None else self._value.copy()
@@ -232,47 +257,24 @@ class Variable(_Operators, Trackable):
         return assign
 
 
+def _graph_ops():
+    """The graph side of variables (imported on first use: plain eager use of variables, such
+    as checkpointing, does not need the tracing machinery)."""
+    from savedmodel import variable_ops
+    return variable_ops
+
+
 def _initial_array(value: Any, dtype: DType | None, where: str) -> np.ndarray:
     if isinstance(value, Variable):
         value = value._value
-    if dtype is not None:
-        if dtype.numpy is None:
-            raise TypeError(f"{where}: variables of dtype {dtype.name} are not supported")
-        return _converted(value, dtype, where)
-    if isinstance(value, (np.ndarray, np.generic)):
-        if value.dtype.kind in "OSU":
-            return to_input(value, _STRING, None, where)
-        dtypes.from_numpy(value.dtype)
-        return np.array(value)
-    return _inferred(value, where)
+    if dtype is not None and dtype.numpy is None:
+        raise TypeError(f"{where}: variables of dtype {dtype.name} are not supported")
+    return np.array(to_array(value, dtype, where))
 
 
 def _converted(value: Any, dtype: DType, where: str) -> np.ndarray:
-    """`value` as a new array of `dtype`, converted as TensorFlow converts it: beyond the
-    feed rules, Python numbers never become booleans."""
-    array = np.array(to_input(value, dtype, None, where))
-    if (dtype.numpy.kind == "b" and not isinstance(value, (np.ndarray, np.generic))
-            and np.asarray(value).dtype.kind != "b"):
-        raise TypeError(f"{where} expects bool; cannot convert {value!r}")
-    return array
-
-
-def _inferred(value: Any, where: str) -> np.ndarray:
-    """A Python value (scalar or nested lists) as the array TensorFlow would infer for it."""
-    array = np.asarray(value)
-    kind = array.dtype.kind
-    if kind in "OSU":
-        return to_input(value, _STRING, None, where)
-    if kind in "iu":
-        fits = array.size == 0 or (_INT32.min <= array.min() and array.max() <= _INT32.max)
-        return array.astype(np.int32 if fits else np.int64)
-    if kind == "f":
-        return array.astype(np.float32)
-    if kind == "c":
-        return array.astype(np.complex128)
-    if kind == "b":
-        return array.astype(np.bool_)
-    raise TypeError(f"{where}: cannot make a variable from {type(value).__name__} {value!r}")
+    """`value` as a new array of `dtype`, converted as TensorFlow converts it."""
+    return np.array(cast_array(value, dtype, where))
 
 
 def _declared_shape(shape: Any, actual: tuple[int, ...]) -> tuple:

@@ -9,6 +9,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     logging,
     math,
     nn,
+    random,
     reduction,
     strings,
     tensor_list,

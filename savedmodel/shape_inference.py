@@ -1,0 +1,310 @@
+"""Static shapes of op outputs in a graph being traced: one small function per op family.
+
+A shape function takes the op's input tensors (their static shapes, and for Const inputs their
+values) and its attrs (decoded) and returns one TensorShape per output. Dimensions that cannot
+be known before the graph runs are None; a rank that cannot be known is an unknown shape. Ops
+without a function get unknown shapes, which is always correct, only less informative; adding
+one is a line in `_FUNCTIONS`. Shapes that can never work (`[2]` plus `[3]`) raise
+`ShapeError`, which the op builder reports with the node, as TensorFlow does.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from savedmodel.runtime.kernels.array import strided_slice
+from savedmodel.shapes import TensorShape, broadcast_shapes
+from savedmodel.tensor import GraphTensor
+
+Inputs = Sequence[GraphTensor]
+ShapeFunction = Callable[[Inputs, dict], list[TensorShape]]
+UNKNOWN = TensorShape(None)
+SCALAR = TensorShape(())
+
+
+class ShapeError(ValueError):
+    """Input shapes an op can never accept."""
+
+
+def infer(op_type: str, inputs: Inputs, attrs: dict, outputs: int) -> list[TensorShape]:
+    function = _FUNCTIONS.get(op_type)
+    if function is None:
+        return [UNKNOWN] * outputs
+    return function(inputs, attrs)
+
+
+def constant_value(tensor: GraphTensor) -> np.ndarray | None:
+    """The value of a tensor known while tracing (a Const node's output), else None."""
+    return tensor.constant
+
+
+def _same(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    return [inputs[0].shape]
+
+
+def _broadcast(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape = inputs[0].shape
+    for other in inputs[1:]:
+        result = broadcast_shapes(shape, other.shape)
+        if result is None:
+            raise ShapeError(_mismatch(shape, other.shape))
+        shape = result
+    return [shape]
+
+
+def _mismatch(a: TensorShape, b: TensorShape) -> str:
+    x, y = a.as_tuple(), b.as_tuple()
+    width = max(len(x), len(y))
+    x, y = (1,) * (width - len(x)) + x, (1,) * (width - len(y)) + y
+    for p, q in zip(x, y):
+        if p not in (None, 1) and q not in (None, 1) and p != q:
+            return f"Dimensions must be equal, but are {p} and {q}"
+    return "Incompatible shapes"
+
+
+def _matmul(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    a, b = inputs[0].shape, inputs[1].shape
+    if a.rank is None or b.rank is None:
+        return [TensorShape((None, None))]
+    if a.rank != 2 or b.rank != 2:
+        raise ShapeError(f"Shape must be rank 2 but is rank {a.rank if a.rank != 2 else b.rank}")
+    rows, inner_a = (a[1], a[0]) if attrs.get("transpose_a") else (a[0], a[1])
+    inner_b, cols = (b[1], b[0]) if attrs.get("transpose_b") else (b[0], b[1])
+    _check_inner(inner_a, inner_b)
+    return [TensorShape((rows, cols))]
+
+
+def _batch_matmul(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    a, b = inputs[0].shape, inputs[1].shape
+    if a.rank is None or b.rank is None:
+        return [UNKNOWN]
+    rows, inner_a = (a[-1], a[-2]) if attrs.get("adj_x") else (a[-2], a[-1])
+    inner_b, cols = (b[-1], b[-2]) if attrs.get("adj_y") else (b[-2], b[-1])
+    _check_inner(inner_a, inner_b)
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    if batch is None:
+        raise ShapeError(_mismatch(a[:-2], b[:-2]))
+    return [batch.concatenate((rows, cols))]
+
+
+def _check_inner(p: int | None, q: int | None) -> None:
+    if p is not None and q is not None and p != q:
+        raise ShapeError(f"Dimensions must be equal, but are {p} and {q}")
+
+
+def _axes(tensor: GraphTensor, rank: int) -> list[int] | None:
+    value = constant_value(tensor)
+    if value is None:
+        return None
+    return sorted({int(a) % rank if rank else 0 for a in np.ravel(value)})
+
+
+def _reduction(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape, keep = inputs[0].shape, attrs.get("keep_dims", False)
+    if shape.rank is None:
+        return [UNKNOWN]
+    axes = _axes(inputs[1], shape.rank)
+    if axes is None:
+        return [TensorShape([None] * shape.rank) if keep else UNKNOWN]
+    if keep:
+        return [TensorShape(1 if i in axes else d for i, d in enumerate(shape))]
+    return [TensorShape(d for i, d in enumerate(shape) if i not in axes)]
+
+
+def _arg_reduction(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape = inputs[0].shape
+    if shape.rank is None:
+        return [UNKNOWN]
+    axes = _axes(inputs[1], shape.rank)
+    if axes is None:
+        return [TensorShape([None] * (shape.rank - 1))]
+    return [TensorShape(d for i, d in enumerate(shape) if i not in axes)]
+
+
+def _reshape(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    target = constant_value(inputs[1])
+    if target is None:
+        return [UNKNOWN]
+    dims = [int(d) for d in np.ravel(target)]
+    count = inputs[0].shape.num_elements()
+    if -1 in dims:
+        known = int(np.prod([d for d in dims if d != -1]))
+        fill = count // known if count is not None and known else None
+        if count is not None and known and count % known:
+            raise ShapeError(f"Cannot reshape a tensor with {count} elements to shape {dims}")
+        return [TensorShape(fill if d == -1 else d for d in dims)]
+    if count is not None and count != int(np.prod(dims)):
+        raise ShapeError(f"Cannot reshape a tensor with {count} elements to shape {dims} "
+                         f"({int(np.prod(dims))} elements)")
+    return [TensorShape(dims)]
+
+
+def _concat(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    values, axis_value = inputs[:-1], constant_value(inputs[-1])
+    ranks = {v.shape.rank for v in values} - {None}
+    if axis_value is None or not ranks:
+        return [TensorShape([None] * ranks.pop()) if len(ranks) == 1 else UNKNOWN]
+    rank = ranks.pop()
+    axis = int(axis_value) % rank
+    dims: list[int | None] = [None] * rank
+    total: int | None = 0
+    for value in values:
+        if value.shape.rank is None:
+            total = None
+            continue
+        size = value.shape[axis]
+        total = None if total is None or size is None else total + size
+        for i, d in enumerate(value.shape):
+            if i != axis and d is not None:
+                dims[i] = d
+    dims[axis] = total
+    return [TensorShape(dims)]
+
+
+def _pack(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape = inputs[0].shape
+    if shape.rank is None:
+        return [UNKNOWN]
+    dims = list(shape)
+    axis = attrs.get("axis", 0)
+    dims.insert(axis % (len(dims) + 1), len(inputs))
+    return [TensorShape(dims)]
+
+
+def _from_shape_input(index: int) -> ShapeFunction:
+    def infer_shape(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+        value = constant_value(inputs[index])
+        if value is None:
+            size = inputs[index].shape[0] if inputs[index].shape.rank == 1 else None
+            return [UNKNOWN if size is None else TensorShape([None] * size)]
+        return [TensorShape(int(d) for d in np.ravel(value))]
+    return infer_shape
+
+
+def _range(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    values = [constant_value(t) for t in inputs]
+    if any(v is None for v in values):
+        return [TensorShape((None,))]
+    start, limit, delta = (v.item() for v in values)
+    return [TensorShape((len(np.arange(start, limit, delta)),))]
+
+
+def _gather(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    params, indices = inputs[0].shape, inputs[1].shape
+    axis = constant_value(inputs[2])
+    if params.rank is None or indices.rank is None or axis is None:
+        return [UNKNOWN]
+    axis = int(axis) % params.rank
+    return [params[:axis].concatenate(indices).concatenate(params[axis + 1:])]
+
+
+def _strided_slice(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    """The kernel itself, run on a stand-in array with no memory of its own, gives the shape."""
+    shape = inputs[0].shape
+    bounds = [constant_value(t) for t in inputs[1:]]
+    if not shape.is_fully_defined() or any(b is None for b in bounds):
+        return [UNKNOWN]
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape.as_tuple(),
+                                               (0,) * shape.rank)
+    masks = {k: attrs.get(k, 0) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                          "new_axis_mask", "shrink_axis_mask")}
+    try:
+        (out,) = strided_slice(stand_in, *bounds, **masks)
+    except Exception as err:  # the kernel's own message says what is out of bounds
+        raise ShapeError(str(err)) from None
+    return [TensorShape(out.shape)]
+
+
+def _transpose(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape, perm = inputs[0].shape, constant_value(inputs[1])
+    if shape.rank is None or perm is None:
+        return [UNKNOWN if shape.rank is None else TensorShape([None] * shape.rank)]
+    return [TensorShape(shape[int(p)] for p in perm)]
+
+
+def _expand_dims(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape, axis = inputs[0].shape, constant_value(inputs[1])
+    if shape.rank is None or axis is None:
+        return [UNKNOWN]
+    dims = list(shape)
+    axis = int(axis)
+    dims.insert(axis if axis >= 0 else len(dims) + 1 + axis, 1)
+    return [TensorShape(dims)]
+
+
+def _squeeze(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape, axes = inputs[0].shape, attrs.get("squeeze_dims") or []
+    if shape.rank is None:
+        return [UNKNOWN]
+    axes = {a % shape.rank for a in axes}
+    if not axes and None in shape.as_tuple():
+        return [UNKNOWN]
+    return [TensorShape(d for i, d in enumerate(shape)
+                        if not (i in axes or not axes and d == 1))]
+
+
+def _matrix_diag(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape = inputs[0].shape
+    k, rows, cols = (constant_value(t) for t in inputs[1:4])
+    if shape.rank is None or k is None or rows is None or cols is None or np.any(k != 0):
+        return [UNKNOWN]
+    size = shape[-1]
+    rows = size if int(rows) == -1 else int(rows)
+    cols = size if int(cols) == -1 else int(cols)
+    return [shape[:-1].concatenate((rows, cols))]
+
+
+def _where(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    rank = inputs[0].shape.rank
+    return [TensorShape((None, rank))]
+
+
+def _shape_of(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    return [TensorShape((inputs[0].shape.rank,))]
+
+
+def _scalar(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    return [SCALAR]
+
+
+def _tile(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    shape, multiples = inputs[0].shape, constant_value(inputs[1])
+    if shape.rank is None or multiples is None:
+        return [UNKNOWN if shape.rank is None else TensorShape([None] * shape.rank)]
+    return [TensorShape(None if d is None else d * int(m) for d, m in zip(shape, multiples))]
+
+
+_SAME = ("Identity", "StopGradient", "Neg", "Abs", "Sqrt", "Rsqrt", "Exp", "Log", "Square",
+         "Tanh", "Sigmoid", "Sign", "Floor", "Ceil", "Round", "Reciprocal", "Sin", "Cos",
+         "LogicalNot", "Cast", "ZerosLike", "OnesLike", "Relu", "Softmax", "BiasAdd",
+         "MatrixSetDiagV3")
+_BROADCAST = ("AddV2", "Sub", "Mul", "RealDiv", "Div", "FloorDiv", "FloorMod", "Pow", "Maximum",
+              "Minimum", "SquaredDifference", "Greater", "GreaterEqual", "Less", "LessEqual",
+              "Equal", "NotEqual", "LogicalAnd", "LogicalOr", "SelectV2")
+
+_FUNCTIONS: dict[str, ShapeFunction] = {
+    **{op: _same for op in _SAME},
+    **{op: _broadcast for op in _BROADCAST},
+    **{op: _reduction for op in ("Mean", "Sum", "Max", "Min", "Prod", "All", "Any")},
+    "ArgMax": _arg_reduction, "ArgMin": _arg_reduction,
+    "MatMul": _matmul,
+    "BatchMatMulV2": _batch_matmul,
+    "Reshape": _reshape,
+    "ConcatV2": _concat,
+    "Pack": _pack,
+    "Fill": _from_shape_input(0),
+    "RandomUniform": _from_shape_input(0),
+    "RandomUniformInt": _from_shape_input(0),
+    "Range": _range,
+    "GatherV2": _gather,
+    "StridedSlice": _strided_slice,
+    "Transpose": _transpose,
+    "ExpandDims": _expand_dims,
+    "Squeeze": _squeeze,
+    "Tile": _tile,
+    "MatrixDiagV3": _matrix_diag,
+    "Where": _where,
+    "Shape": _shape_of,
+    "Size": _scalar, "Rank": _scalar, "StringFormat": _scalar,
+}
