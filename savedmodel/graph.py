@@ -57,6 +57,10 @@ ORDER_INSENSITIVE_OPS = frozenset({"RandomUniform", "RandomUniformInt", "RandomS
                                    "TruncatedNormal"})
 """Stateful ops that automatic control dependencies neither order nor force to run."""
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+FUNCTIONAL_OPS = {"PartitionedCall": 0, "StatefulPartitionedCall": 0, "If": 1, "StatelessIf": 1,
+                  "Case": 1, "StatelessCase": 1, "While": 0, "StatelessWhile": 0}
+"""Ops that run library functions, with the position of their first input that the functions
+receive (an If's predicate is not passed on): their `_read_only_resource_inputs` count from it."""
 
 
 class Operation:
@@ -161,11 +165,11 @@ class Graph:
                   op_def: op_def_pb2.OpDef, output_dtypes: Sequence[DType],
                   output_shapes: Sequence[TensorShape], constant: np.ndarray | None = None,
                   control_inputs: Sequence[Operation] = ()) -> Operation:
-        """Append a node named `name` (already unique) whose inputs are tensors of this graph."""
-        for tensor in inputs:
-            if tensor.graph is not self:
-                raise ValueError(f"{op_type} {name!r}: input {tensor.name} belongs to another "
-                                 "graph; capture it first")
+        """Append a node named `name` (already unique); inputs from an enclosing graph are
+        captured here, inside the op's scope, after the op's other inputs were converted (as
+        TensorFlow captures them: `cond/add/x`)."""
+        inputs = [t if t.graph is self else self._capture_input(t, op_type, name)
+                  for t in inputs]
         node = node_def_pb2.NodeDef(name=name, op=op_type,
                                     input=[t.input_name() for t in inputs])
         for key, value in attrs.items():
@@ -178,6 +182,9 @@ class Graph:
         self._names_in_use.setdefault(name.lower(), 1)
         self._after_create(op)
         return op
+
+    def _capture_input(self, tensor: GraphTensor, op_type: str, name: str) -> GraphTensor:
+        raise ValueError(f"{op_type} {name!r}: input {tensor.name} belongs to another graph")
 
     def _after_create(self, op: Operation) -> None:
         """Hook for graphs that order stateful ops (FuncGraph)."""
@@ -221,10 +228,17 @@ class Graph:
 class FuncGraph(Graph):
     """The graph of one traced function (see the module docstring)."""
 
-    def __init__(self, name: str, outer_graph: Graph | None = None):
+    def __init__(self, name: str, outer_graph: Graph | None = None,
+                 control_flow: bool = False):
         super().__init__()
         self.name = name
         self.outer_graph = outer_graph
+        self.control_flow = control_flow
+        """A branch, loop condition or loop body: its names continue the enclosing graph's
+        current scope (`cond/...`), and every capture, small eager tensors included, is an
+        input the control-flow op passes in."""
+        if control_flow and outer_graph is not None:
+            self._name_stack = outer_graph._name_stack
         self.inputs: list[GraphTensor] = []
         self.outputs: list[GraphTensor] = []
         self.structured_input_signature: Any = None
@@ -238,24 +252,28 @@ class FuncGraph(Graph):
     # ------------------------------------------------------------------ inputs
 
     def placeholder(self, dtype: DType, shape: TensorShape, name: str,
-                    user_name: str | None = None) -> GraphTensor:
-        """A `Placeholder` node named `name` (made unique), noting the name the user gave."""
+                    user_name: str | None = None, annotate: bool = True) -> GraphTensor:
+        """A `Placeholder` node named `name` (made unique), noting the name the user gave
+        (unless `annotate` is false: TensorFlow's stand-ins for control-flow inputs carry
+        none)."""
         op_def = _op_def("Placeholder")
         attrs = {"dtype": attr_value_pb2.AttrValue(type=dtype.enum),
-                 "shape": attr_value_pb2.AttrValue(shape=shape_to_proto(shape.as_tuple())),
-                 "_user_specified_name": attr_value_pb2.AttrValue(
-                     s=(user_name if user_name is not None else name).encode())}
+                 "shape": attr_value_pb2.AttrValue(shape=shape_to_proto(shape.as_tuple()))}
+        if annotate:
+            attrs["_user_specified_name"] = attr_value_pb2.AttrValue(
+                s=(user_name if user_name is not None else name).encode())
         unique = self.unique_name(name)
         return self.create_op("Placeholder", (), attrs, unique, op_def, [dtype], [shape]).outputs[0]
 
     def capture(self, value: Any, name: str | None = None) -> GraphTensor:
         """The tensor of this graph that stands for `value` from outside the function: an eager
         tensor, a tensor of an enclosing graph, or a variable (its resource handle). The same
-        value is captured once. Small eager tensors become constants; everything else becomes
-        a placeholder fed with the value on every call. Eager tensors are named with a unique
-        number at the top level, as TensorFlow names them; a tensor of an enclosing graph after
-        its op, in the current scope; a variable's handle after `name` (the op argument it first
-        feeds, inside the op's scope), or with a unique number when captured for a call."""
+        value is captured once. Small eager tensors become constants (in control-flow graphs,
+        unannotated placeholders); everything else becomes a placeholder fed with the value on
+        every call. Names follow TensorFlow's, in the current scope: an eager tensor after
+        `name` (the op argument it feeds) or a unique number; a tensor of an enclosing graph
+        after its op; a variable's handle after `name`, or a unique number at the top level
+        when captured for a call."""
         if isinstance(value, GraphTensor) and value.graph is self:
             return value
         key = id(value)
@@ -263,33 +281,30 @@ class FuncGraph(Graph):
         if found is not None:
             return found[1]
         if isinstance(value, EagerTensor):
-            internal = self._capture_eager(value)
+            internal = self._capture_eager(value, name or str(context.uid()))
         elif isinstance(value, GraphTensor):
-            internal = self._capture_placeholder(value.dtype, value.shape, value.op.name,
-                                                 scoped=True)
+            internal = self.placeholder(value.dtype, value.shape, value.op.name)
         elif _is_variable(value):
-            internal = self._capture_placeholder(RESOURCE, TensorShape(()),
-                                                 name or str(context.uid()), scoped=bool(name))
+            if name:
+                internal = self.placeholder(RESOURCE, TensorShape(()), name)
+            else:
+                with self.name_scope(None):
+                    internal = self.placeholder(RESOURCE, TensorShape(()), str(context.uid()))
         else:
             raise TypeError(f"cannot capture {type(value).__name__} {value!r} into a function")
         self._captures[key] = (value, internal)
         return internal
 
-    def _capture_eager(self, value: EagerTensor) -> GraphTensor:
-        name = str(context.uid())
+    def _capture_eager(self, value: EagerTensor, name: str) -> GraphTensor:
         array = value._value
         if value.dtype.numpy is not None and array.size <= EAGER_CONST_THRESHOLD:
-            with self.name_scope(None):
-                return constant_node(self, array, value.dtype, name)
-        return self._capture_placeholder(value.dtype, value.shape, name)
+            if self.control_flow:
+                return self.placeholder(value.dtype, value.shape, name, annotate=False)
+            return constant_node(self, array, value.dtype, name)
+        return self.placeholder(value.dtype, value.shape, name)
 
-    def _capture_placeholder(self, dtype: DType, shape: TensorShape, name: str,
-                             scoped: bool = False) -> GraphTensor:
-        user_name = name.rsplit("/", 1)[-1]
-        if scoped:
-            return self.placeholder(dtype, shape, name, user_name)
-        with self.name_scope(None):
-            return self.placeholder(dtype, shape, name, user_name)
+    def _capture_input(self, tensor: GraphTensor, op_type: str, name: str) -> GraphTensor:
+        return self.capture(tensor)
 
     @property
     def captures(self) -> list[tuple[Any, GraphTensor]]:
@@ -340,12 +355,29 @@ class FuncGraph(Graph):
     def is_stateful(self) -> bool:
         return any(op.op_def.is_stateful for op in self._operations)
 
+    def read_only_resource_inputs(self) -> list[int]:
+        """Positions of the resource inputs that the function only reads (what callers write
+        as `_read_only_resource_inputs`)."""
+        consumers: dict[str, list[tuple[Operation, int]]] = {}
+        for op in self._operations:
+            for position, tensor in enumerate(op.inputs):
+                consumers.setdefault(tensor.op.name, []).append((op, position))
+        out = []
+        for index, tensor in enumerate(self.inputs):
+            if tensor.dtype is not RESOURCE:
+                continue
+            uses = consumers.get(tensor.op.name, [])
+            if all(position in _read_only_inputs(op) for op, position in uses):
+                out.append(index)
+        return out
+
 
 def _read_only_inputs(op: Operation) -> frozenset[int]:
     if op.type in READ_OPS:
         return frozenset(range(len(op.inputs)))
-    if op.type in CALL_OPS and "_read_only_resource_inputs" in op.node_def.attr:
-        return frozenset(op.node_def.attr["_read_only_resource_inputs"].list.i)
+    offset = FUNCTIONAL_OPS.get(op.type)
+    if offset is not None and "_read_only_resource_inputs" in op.node_def.attr:
+        return frozenset(i + offset for i in op.node_def.attr["_read_only_resource_inputs"].list.i)
     return frozenset()
 
 

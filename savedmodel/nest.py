@@ -73,3 +73,36 @@ def with_paths(structure: Any, prefix: str) -> Iterator[tuple[str, Any]]:
             yield from with_paths(item, f"{prefix}_{index}")
     else:
         yield prefix, structure
+
+
+def structure_difference(first: Any, second: Any, check_types: bool = True) -> str | None:
+    """Why two structures are not the same nesting of the same containers (None when they
+    are), in TensorFlow's words; without `check_types`, lists and tuples count as the same."""
+    if _same_structure(first, second, check_types):
+        return None
+    return (f"The two structures don't have the same nested structure.\n\nFirst structure: "
+            f"{first!r}\n\nSecond structure: {second!r}")
+
+
+def _same_structure(first: Any, second: Any, check_types: bool) -> bool:
+    if not is_nested(first) or not is_nested(second):
+        return is_nested(first) == is_nested(second)
+    if len(first) != len(second) or (
+            _kind(first, check_types) is not _kind(second, check_types)):
+        return False
+    if isinstance(first, dict):
+        return (_sorted_keys(first) == _sorted_keys(second)
+                and all(_same_structure(first[k], second[k], check_types) for k in first))
+    return all(_same_structure(a, b, check_types) for a, b in zip(first, second))
+
+
+def _kind(value: Any, check_types: bool) -> type:
+    """The container type that matters for structure: lists and tuples differ (unless types
+    are not checked), namedtuples by their class."""
+    if isinstance(value, dict):
+        return dict
+    if not check_types:
+        return list
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)
+    return tuple if isinstance(value, tuple) else list

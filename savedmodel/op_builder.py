@@ -134,6 +134,15 @@ def _apply(op_type: str, inputs: Sequence[Any], attrs: dict | None, name: str | 
     return op, op.outputs
 
 
+def int_list(values: Sequence[int]) -> attr_value_pb2.AttrValue:
+    """An annotation attr holding a list of ints (set even when empty, as TensorFlow writes
+    `_read_only_resource_inputs`)."""
+    value = attr_value_pb2.AttrValue()
+    value.list.SetInParent()
+    value.list.i.extend(values)
+    return value
+
+
 def op_scope(name: str) -> AbstractContextManager[str]:
     """The scope an op function builds its nodes in: while tracing, the graph's name scope
     `name` (made unique), yielding its prefix `name/` (pass it as the `name` of the op that
@@ -354,6 +363,8 @@ def _append(values: attr_value_pb2.AttrValue.ListValue, item: str, element: Any)
         values.s.append(_bytes(element))
     elif item == "float":
         values.f.append(float(element))
+    elif item == "func":
+        values.func.add(name=element.name if isinstance(element, FuncRef) else str(element))
     else:
         raise TypeError(f"cannot encode a list of {item}")
 
@@ -372,7 +383,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
     Python values that is dropped when they cannot take it."""
     dtype = None if dtype is None else dtypes.as_dtype(dtype)
     if isinstance(value, Tensor):
-        tensor = _adopt(value)
+        tensor = _adopt(value, name)
         if dtype is not None and tensor.dtype is not dtype:
             raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with "
                              f"dtype {tensor.dtype.name}: {value!r}")
@@ -398,8 +409,10 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
     return constant_node(graph, array, row, name or "Const")
 
 
-def _adopt(tensor: Tensor) -> Tensor:
-    """A tensor usable by ops of the current graph: captured when it comes from outside."""
+def _adopt(tensor: Tensor, name: str | None = None) -> Tensor:
+    """A tensor usable by ops of the current graph: an eager tensor is captured (named `name`,
+    as TensorFlow names the constant made for an op's argument); a tensor of an enclosing
+    graph is captured by the op that uses it (`Graph.create_op`)."""
     graph = context.current_graph()
     if graph is None:
         if isinstance(tensor, GraphTensor):
@@ -409,7 +422,9 @@ def _adopt(tensor: Tensor) -> Tensor:
     if isinstance(tensor, GraphTensor) and tensor.graph is graph:
         return tensor
     if isinstance(graph, FuncGraph):
-        return graph.capture(tensor)
+        if isinstance(tensor, GraphTensor):
+            return tensor
+        return graph.capture(tensor, name)
     if isinstance(tensor, EagerTensor):
         return constant_node(graph, tensor._value, tensor.dtype, "Const")
     raise ValueError(f"tensor {tensor.name} belongs to another graph")

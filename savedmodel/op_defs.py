@@ -94,6 +94,20 @@ _STATELESS = {
                     "output_shapes:list(shape)=[]"),
     "StatelessWhile": ("input:T -> output:T | T:list(type), cond:func, body:func, "
                        "output_shapes:list(shape)=[], parallel_iterations:int=10"),
+    "StatelessCase": ("branch_index:int32, input:Tin -> output:Tout | Tin:list(type), "
+                      "Tout:list(type), branches:list(func), output_shapes:list(shape)=[]"),
+    "TensorListReserve": ("element_shape:shape_type, num_elements:int32 -> handle:variant | "
+                          "element_dtype:type, shape_type:type"),
+    "TensorListFromTensor": ("tensor:element_dtype, element_shape:shape_type -> "
+                             "output_handle:variant | element_dtype:type, shape_type:type"),
+    "TensorListGetItem": ("input_handle:variant, index:int32, element_shape:Tshape -> "
+                          "item:element_dtype | element_dtype:type, Tshape:type=int32"),
+    "TensorListSetItem": ("input_handle:variant, index:int32, item:element_dtype -> "
+                          "output_handle:variant | element_dtype:type, "
+                          "resize_if_index_out_of_bounds:bool=false"),
+    "TensorListStack": ("input_handle:variant, element_shape:int32 -> tensor:element_dtype | "
+                        "element_dtype:type, num_elements:int=-1"),
+    "TensorListLength": "input_handle:variant -> length:int32",
 }
 
 _STATEFUL = {
@@ -110,6 +124,9 @@ _STATEFUL = {
            "then_branch:func, else_branch:func, output_shapes:list(shape)=[]"),
     "While": ("input:T -> output:T | T:list(type), cond:func, body:func, "
               "output_shapes:list(shape)=[], parallel_iterations:int=10"),
+    "Assert": "condition:bool, data:T -> | T:list(type), summarize:int=3",
+    "Case": ("branch_index:int32, input:Tin -> output:Tout | Tin:list(type), Tout:list(type), "
+             "branches:list(func), output_shapes:list(shape)=[]"),
 }
 
 

@@ -36,10 +36,10 @@ from savedmodel import context, nest
 from savedmodel.convert import to_array
 from savedmodel.errors import InputSignatureError, InvalidArgumentError
 from savedmodel.function_def import to_function_def
-from savedmodel.graph import RESOURCE, FuncGraph
-from savedmodel.op_builder import apply_op, convert_to_tensor
+from savedmodel.graph import FuncGraph
+from savedmodel.op_builder import apply_op, convert_to_tensor, int_list
 from savedmodel.op_defs import all_op_defs
-from savedmodel.protos import attr_value_pb2, function_pb2
+from savedmodel.protos import function_pb2
 from savedmodel.runtime import executor
 from savedmodel.runtime.errors import SavedModelError
 from savedmodel.runtime.library import FunctionLibrary
@@ -355,9 +355,9 @@ class ConcreteFunction:
         graph.add_function(self.function_def, self._graph.functions)
         stateful = self._graph.is_stateful()
         op_type = "StatefulPartitionedCall" if stateful else "PartitionedCall"
-        read_only = _read_only_resource_inputs(self._graph)
-        extra = {"_collective_manager_ids": _int_list([]),
-                 "_read_only_resource_inputs": _int_list(read_only)}
+        read_only = self._graph.read_only_resource_inputs()
+        extra = {"_collective_manager_ids": int_list([]),
+                 "_read_only_resource_inputs": int_list(read_only)}
         attrs = {"Tout": [t.dtype for t in self._graph.outputs], "f": self._name,
                  "config": "", "config_proto": CONFIG_PROTO, "executor_type": ""}
         outputs = apply_op(op_type, [inputs], attrs, name=op_type, graph_attrs=extra,
@@ -394,30 +394,6 @@ def _capture_value(external: Any):
     if handle is not None:
         return handle
     raise TypeError(f"cannot feed captured value {external!r}")
-
-
-def _read_only_resource_inputs(graph: FuncGraph) -> list[int]:
-    """Positions of resource inputs that the function only reads."""
-    from savedmodel.graph import READ_OPS, _read_only_inputs
-    consumers: dict[str, list[tuple]] = {}
-    for op in graph.get_operations():
-        for position, tensor in enumerate(op.inputs):
-            consumers.setdefault(tensor.op.name, []).append((op, position))
-    out = []
-    for index, tensor in enumerate(graph.inputs):
-        if tensor.dtype is not RESOURCE:
-            continue
-        uses = consumers.get(tensor.op.name, [])
-        if all(op.type in READ_OPS or position in _read_only_inputs(op) for op, position in uses):
-            out.append(index)
-    return out
-
-
-def _int_list(values: list[int]) -> attr_value_pb2.AttrValue:
-    value = attr_value_pb2.AttrValue()
-    value.list.SetInParent()
-    value.list.i.extend(values)
-    return value
 
 
 def _same_literal(value: Any, traced: Any) -> bool:

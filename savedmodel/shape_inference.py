@@ -182,6 +182,27 @@ def _from_shape_input(index: int) -> ShapeFunction:
     return infer_shape
 
 
+def _element_shape(tensor: GraphTensor) -> TensorShape:
+    """A TensorList element shape given as a tensor: -1 for an unknown rank, -1 entries for
+    unknown dimensions."""
+    value = constant_value(tensor)
+    if value is None or value.ndim == 0:
+        return UNKNOWN
+    return TensorShape(None if d < 0 else int(d) for d in value)
+
+
+def _list_item(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    return [_element_shape(inputs[2])]
+
+
+def _list_stack(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    element = _element_shape(inputs[1])
+    if element.rank is None:
+        return [UNKNOWN]
+    count = attrs.get("num_elements", -1)
+    return [TensorShape([None if count < 0 else count]).concatenate(element)]
+
+
 def _range(inputs: Inputs, attrs: dict) -> list[TensorShape]:
     values = [constant_value(t) for t in inputs]
     if any(v is None for v in values):
@@ -307,4 +328,8 @@ _FUNCTIONS: dict[str, ShapeFunction] = {
     "Where": _where,
     "Shape": _shape_of,
     "Size": _scalar, "Rank": _scalar, "StringFormat": _scalar,
+    **{op: _scalar for op in ("TensorListReserve", "TensorListFromTensor", "TensorListSetItem",
+                              "TensorListLength")},
+    "TensorListGetItem": _list_item,
+    "TensorListStack": _list_stack,
 }

@@ -28,6 +28,7 @@ from savedmodel.errors import InputSignatureError
 from savedmodel.graph import FuncGraph
 from savedmodel.op_builder import apply_op, apply_op_node, convert_to_tensor
 from savedmodel.runtime import dtypes
+from savedmodel.shapes import TensorShape
 from savedmodel.tensor import GraphTensor, Tensor
 from savedmodel.tensor_spec import TensorSpec
 
@@ -321,30 +322,47 @@ _CONVERTIBLE = (Tensor, np.ndarray, np.generic, bool, int, float, complex, str, 
 
 def _set_outputs(graph: FuncGraph, result: Any, python_function: Callable) -> None:
     """Outputs as TensorFlow makes them: each tensor (Python numbers and variables converted)
-    through an `Identity`; those wait on a `NoOp` that waits on the stateful ops."""
+    through an `Identity`, converted and wrapped one after the other in the current scope;
+    those wait on a `NoOp` that waits on the stateful ops."""
     def as_output(leaf):
         if leaf is None:
             return None
         if isinstance(leaf, _CONVERTIBLE) or hasattr(leaf, "_sm_tensor"):
-            return convert_to_tensor(leaf)
+            tensor = leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf)
+            return apply_op("Identity", [tensor], name="Identity")[0]
         raise TypeError(
             "To be compatible with sm.function, Python functions must return zero or more "
             f"Tensors or None values; in compilation of {python_function}, found return value "
             f"of type {type(leaf).__name__}, which is not a Tensor.")
 
     structured = nest.map_structure(as_output, result)
-    with graph.name_scope(None):
-        flat = [None if t is None else apply_op("Identity", [t], name="Identity")[0]
-                for t in nest.flatten(structured)]
-        tensors = [t for t in flat if t is not None]
-        if tensors and graph.control_outputs:
-            barrier = apply_op_node("NoOp", (), name="NoOp")
-            for op in graph.control_outputs:
-                barrier.add_control_input(op)
-            for tensor in tensors:
-                tensor.op.add_control_input(barrier)
+    tensors = [t for t in nest.flatten(structured) if t is not None]
+    if tensors and graph.control_outputs:
+        barrier = apply_op_node("NoOp", (), name="NoOp")
+        for op in graph.control_outputs:
+            barrier.add_control_input(op)
+        for tensor in tensors:
+            tensor.op.add_control_input(barrier)
     graph.outputs = tensors
-    graph.structured_outputs = nest.pack_sequence_as(structured, flat)
+    graph.structured_outputs = structured
+
+
+def trace_control_flow(python_function: Callable, name: str,
+                       signature: Sequence[tuple[Any, Any, str | None]] = ()) -> FuncGraph:
+    """The FuncGraph of a branch, loop condition or loop body, built inside the graph being
+    traced: one placeholder per `(dtype, shape, name)` of `signature` (named `name`, or an
+    unannotated `Placeholder`), the result converted as a function's is, and the values it
+    captured appended to its inputs."""
+    outer = context.current_graph()
+    graph = FuncGraph(name, outer, control_flow=True)
+    with context.building(graph):
+        args = [graph.placeholder(dtype, TensorShape(shape), spec_name or "Placeholder",
+                                  annotate=spec_name is not None)
+                for dtype, shape, spec_name in signature]
+        graph.inputs.extend(args)
+        _set_outputs(graph, python_function(*args), python_function)
+    graph.inputs.extend(internal for _, internal in graph.captures)
+    return graph
 
 
 def output_spec(structured: Any) -> Any:

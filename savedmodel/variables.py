@@ -233,7 +233,7 @@ class Variable(_Operators, Trackable):
             raise ValueError(f"Cannot {what} to variable {self.name!r}: the value shape "
                              f"{_shape_text(delta.shape)} differs from the variable's current "
                              f"shape {_shape_text(self._value.shape)}")
-        return op(self._value, delta).astype(self._dtype.numpy, copy=False)
+        return np.asarray(op(self._value, delta), self._dtype.numpy)
 
     def _checkpoint_values(self) -> dict[str, SavedValue]:
         return {VARIABLE_VALUE: SavedValue(self._name, self._value)}

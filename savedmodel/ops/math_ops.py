@@ -62,7 +62,7 @@ def _operand(value: Any, dtype: DType, name: str) -> Tensor:
     """The other operand, converted to the tensor's dtype when it can be (a Python 1.5 cannot
     become int32: it stays float32, and the op reports the mismatch as TensorFlow does)."""
     if isinstance(value, Tensor):
-        return convert_to_tensor(value)
+        return convert_to_tensor(value, name=name)
     try:
         return convert_to_tensor(value, dtype, name)
     except (TypeError, ValueError):

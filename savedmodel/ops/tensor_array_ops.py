@@ -1,0 +1,182 @@
+"""`sm.TensorArray`: a list of tensors of one dtype that graphs can grow inside loops.
+
+Eagerly it is a Python list of tensors. While tracing it is TensorFlow 2's TensorList value
+(its "flow", a variant tensor): `TensorArray(...)` is a `TensorListReserve` node named
+`TensorArrayV2`, `write` a `TensorListSetItem`, `read` a `TensorListGetItem`, `stack` a
+`TensorListStack` and `unstack` a `TensorListFromTensor`, each in the scope TensorFlow uses
+(`TensorArrayV2Read/...`). Every operation returns a TensorArray on the new flow (value
+semantics), so in loops write `ta = ta.write(i, x)`; `sm.while_loop` carries the flow.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from savedmodel import context
+from savedmodel.dtypes import as_dtype, int32
+from savedmodel.graph import constant_node
+from savedmodel.op_builder import apply_op, convert_to_tensor
+from savedmodel.shapes import TensorShape
+from savedmodel.tensor import Tensor
+
+__all__ = ["TensorArray"]
+
+
+class TensorArray:
+    """`tf.TensorArray` (see the module docstring)."""
+
+    def __init__(self, dtype: Any, size: Any = None, dynamic_size: bool | None = None,
+                 clear_after_read: bool | None = None, tensor_array_name: str | None = None,
+                 handle: Any = None, flow: Any = None, infer_shape: bool = True,
+                 element_shape: Any = None, colocate_with_first_write_call: bool = True,
+                 name: str | None = None):
+        self._dtype = as_dtype(dtype)
+        self._size = size
+        self._dynamic_size = bool(dynamic_size)
+        self._infer_shape = infer_shape
+        self._element_shape = TensorShape(element_shape)
+        self._items: list[Tensor | None] | None = None
+        self._flow = flow
+        if context.executing_eagerly():
+            count = 0 if size is None else int(convert_to_tensor(size))
+            self._items = [None] * count
+        elif flow is None:
+            with context.current_graph().name_scope(name or "TensorArrayV2") as scope:
+                self._flow = apply_op(
+                    "TensorListReserve", [_shape_input(self._element_shape), size or 0],
+                    {"element_dtype": self._dtype}, name=scope)[0]
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def element_shape(self) -> TensorShape:
+        return self._element_shape
+
+    @property
+    def flow(self) -> Tensor | None:
+        return self._flow
+
+    @property
+    def dynamic_size(self) -> bool:
+        return self._dynamic_size
+
+    # ------------------------------------------------------------------ loops
+
+    @property
+    def _sm_flow(self) -> Tensor | None:
+        """The value `sm.while_loop` carries for this array (None eagerly)."""
+        return self._flow
+
+    def _with_flow(self, flow: Any, element_shape: TensorShape | None = None) -> TensorArray:
+        out = object.__new__(TensorArray)
+        out.__dict__.update(self.__dict__)
+        out._flow = flow
+        if element_shape is not None:
+            out._element_shape = element_shape
+        return out
+
+    def _with_items(self, items: list, element_shape: TensorShape) -> TensorArray:
+        out = self._with_flow(None, element_shape)
+        out._items = items
+        return out
+
+    def _merged_shape(self, shape: TensorShape) -> TensorShape:
+        if not self._infer_shape:
+            return self._element_shape
+        if not self._element_shape.is_compatible_with(shape):
+            raise ValueError(f"Inconsistent shapes: saw {shape} but expected "
+                             f"{self._element_shape} (and infer_shape=True)")
+        return self._element_shape.merge_with(shape)
+
+    def _value(self, value: Any) -> Tensor:
+        tensor = convert_to_tensor(value, dtype_hint=self._dtype, name="value")
+        if tensor.dtype is not self._dtype:
+            raise TypeError(f"TensorArray dtype is {self._dtype.name} but Op is trying to write "
+                            f"dtype {tensor.dtype.name} ")
+        return tensor
+
+    # ------------------------------------------------------------------ operations
+
+    def size(self, name: str | None = None) -> Tensor:
+        if self._items is not None:
+            return convert_to_tensor(len(self._items), int32)
+        return apply_op("TensorListLength", [self._flow], name=name or "TensorListLength")[0]
+
+    def read(self, index: Any, name: str | None = None) -> Tensor:
+        if self._items is not None:
+            item = self._items[int(convert_to_tensor(index))]
+            if item is None:
+                return convert_to_tensor(np.zeros(self._element_shape.as_list(),
+                                                  self._dtype.numpy))
+            return item
+        with context.current_graph().name_scope(name or "TensorArrayV2Read"):
+            return apply_op("TensorListGetItem",
+                            [self._flow, index, _shape_input(self._element_shape)],
+                            {"element_dtype": self._dtype},
+                            output_shapes=[self._element_shape])[0]
+
+    def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
+        if self._items is not None:
+            tensor = self._value(value)
+            shape = self._merged_shape(tensor.shape)
+            position = int(convert_to_tensor(index))
+            items = list(self._items)
+            if position >= len(items):
+                if not self._dynamic_size:
+                    raise IndexError(f"Tried to write to index {position} but array is not "
+                                     f"resizeable and size is: {len(items)}")
+                items.extend([None] * (position + 1 - len(items)))
+            items[position] = tensor
+            return self._with_items(items, shape)
+        with context.current_graph().name_scope(name or "TensorArrayV2Write"):
+            tensor = self._value(value)
+            shape = self._merged_shape(tensor.shape)
+            flow = apply_op("TensorListSetItem", [self._flow, index, tensor],
+                            {"resize_if_index_out_of_bounds": self._dynamic_size})[0]
+        return self._with_flow(flow, shape)
+
+    def stack(self, name: str | None = None) -> Tensor:
+        if self._items is not None:
+            items = [self.read(i) for i in range(len(self._items))]
+            if not items:
+                return convert_to_tensor(np.zeros([0, *self._element_shape.as_list()],
+                                                  self._dtype.numpy))
+            return convert_to_tensor(np.stack([t._value for t in items]), self._dtype)
+        with context.current_graph().name_scope(name or "TensorArrayV2Stack"):
+            count = _constant_size(self._size) if not self._dynamic_size else -1
+            return apply_op("TensorListStack", [self._flow, _shape_input(self._element_shape)],
+                            {"element_dtype": self._dtype, "num_elements": count})[0]
+
+    def unstack(self, value: Any, name: str | None = None) -> TensorArray:
+        if self._items is not None:
+            tensor = self._value(value)
+            shape = self._merged_shape(tensor.shape[1:])
+            return self._with_items(list(tensor), shape)
+        with context.current_graph().name_scope(name or "TensorArrayUnstack"):
+            tensor = self._value(value)
+            shape = self._merged_shape(tensor.shape[1:])
+            flow = apply_op("TensorListFromTensor", [tensor, _shape_input(tensor.shape[1:])])[0]
+        return self._with_flow(flow, shape)
+
+
+def _shape_input(shape: TensorShape) -> Any:
+    """An element shape as TensorList ops take it: -1 for an unknown rank; a known empty shape
+    is a `Const` made before the op (as TensorFlow makes it), other shapes a list with -1 for
+    unknown dimensions."""
+    if shape.rank is None:
+        return -1
+    if shape.rank == 0:
+        return constant_node(context.current_graph(), np.zeros([0], np.int32), int32, "Const")
+    return [-1 if d is None else d for d in shape]
+
+
+def _constant_size(size: Any) -> int:
+    if size is None:
+        return -1
+    if isinstance(size, Tensor):
+        value = getattr(size, "constant", None)
+        return -1 if value is None else int(value)
+    return int(size)
