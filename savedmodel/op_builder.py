@@ -168,7 +168,8 @@ def _bind(info: _OpInfo, op_type: str, inputs: Sequence[Any], attrs: dict, conve
             flat.extend(_bind_list(op_type, arg, value, attrs, convert))
             continue
         fixed = arg.fixed or attrs.get(arg.type_attr)
-        if type(value) is EagerTensor and (fixed is None or value._dtype is fixed):
+        if (type(value) is EagerTensor and convert is _eager_input
+                and (fixed is None or value._dtype is fixed)):
             tensor = value
         else:
             tensor = _convert_input(op_type, arg.name, value, fixed, convert,

@@ -20,8 +20,8 @@ handles, large eager tensors). Called while another function is being traced, it
 caller's library.
 
 Methods: decorating a method gives each instance its own Function (and its own traces).
-AutoGraph conversion (`autograph=True`) plugs in where the Python function is traced
-(`Function._traced_callable`); control flow then needs no change here.
+AutoGraph conversion (`autograph=True`, savedmodel.autograph) applies where the Python function
+is traced (`Function._traced_callable`).
 """
 from __future__ import annotations
 
@@ -180,8 +180,12 @@ class Function:
         return concrete
 
     def _traced_callable(self) -> Callable:
-        """The Python function as it is traced (where AutoGraph's conversion applies)."""
-        return self._python_function
+        """The Python function as it is traced: converted by AutoGraph unless `autograph`
+        is off (or it cannot be converted, when it runs as it is)."""
+        if not self._autograph:
+            return self._python_function
+        from savedmodel.autograph.conversion import converted
+        return converted(self._python_function)
 
     def _caller(self) -> Callable[[Callable, list, dict], Any] | None:
         if self._instance is None:

@@ -135,7 +135,7 @@ class EagerTensor(Tensor):
     def __iter__(self):
         if not self._value.ndim:
             raise TypeError("Cannot iterate over a scalar tensor.")
-        return (EagerTensor(row, self._dtype) for row in self._value)
+        return (EagerTensor(np.asarray(row), self._dtype) for row in self._value)
 
     def __int__(self) -> int:
         return int(self._value)

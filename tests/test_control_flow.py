@@ -18,18 +18,38 @@ _FUNCTION_UID = re.compile(r"^(\w+?)_\d+$")
 
 def same_graph_lines(graph_def) -> list[str]:
     """`canonical` lines of a GraphDef whose library functions are renamed without their unique
-    numbers (`cond_true_29` -> `cond_true_N`), as are the arguments named after a captured
-    tensor's number (`cond_51` -> `cond_#`), so that graphs from two processes compare."""
+    numbers (`cond_true_29` -> `cond_true_N`), as are the nodes and arguments named after a
+    captured tensor's number (`s/25`, `cond_51` -> `s/#`, `cond_#`), so that graphs from two
+    processes compare."""
     text = text_format.MessageToString(graph_def)
     names = sorted((f.signature.name for f in graph_def.library.function), key=len, reverse=True)
     for name in names:
         match = _FUNCTION_UID.match(name)
         if match:
             text = text.replace(name, match.group(1) + "_N")
-    for uid in set(re.findall(r'_user_specified_name"\s+value \{\s+s: "(\d+)"', text)):
-        text = re.sub(rf"(?<=[_/]){uid}\b", "#", text)
+    uids = set(re.findall(r'_user_specified_name"\s+value \{\s+s: "(\d+)"', text))
+    uids |= set(re.findall(r'name: "(?:[^"]*/)?(\d+)"', text))
+    for uid in uids:
+        text = re.sub(rf"(?<=[_/\"]){uid}\b", "#", text)
     renamed = text_format.Parse(text, graph_pb2.GraphDef())
-    return canonical(renamed.SerializeToString())
+    nodes = [*renamed.node, *(n for f in renamed.library.function for n in f.node_def)]
+    full_types = sorted(f"{n.name} type {n.experimental_type}".replace("\n", " ")
+                        for n in nodes if n.HasField("experimental_type"))
+    return _sorted_functions(canonical(renamed.SerializeToString())) + full_types
+
+
+def _sorted_functions(lines: list[str]) -> list[str]:
+    """The library functions' blocks of `canonical` lines in the order of their text (two
+    functions may have the same name once their numbers are gone)."""
+    nodes, blocks = [], []
+    for line in lines[:-1]:
+        if line.startswith("name: "):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+        else:
+            nodes.append(line)
+    return nodes + [line for block in sorted(blocks) for line in block] + lines[-1:]
 
 
 def graph_lines(module, fn, args) -> list[str]:
@@ -251,3 +271,29 @@ def test_switch_case_graph_matches_tensorflow(tf):
     args = [tf.constant(1), tf.constant(3.0)]
     assert (graph_lines(sm, pick(sm), [sm.constant(1), sm.constant(3.0)])
             == graph_lines(tf, pick(tf), args))
+
+
+def capture_functions(tf):
+    """Eager tensors used by ops are captured under the name of the op's argument, in the
+    current scope, by the function or branch that uses them."""
+    y = tf.constant(3.0)
+    big = tf.constant(np.ones(200, np.float32))
+
+    def op_arguments(x):
+        return tf.add(x, y) + tf.add(big, x) + tf.multiply(y, x)
+
+    def scoped(x):
+        with tf.name_scope("s"):
+            return x + big[0] + y[None][0]
+
+    def in_branches(x):
+        a = x + y
+        return tf.cond(x > 0.0, lambda: x * y + big[0], lambda: a)
+
+    return {"op_arguments": op_arguments, "scoped": scoped, "in_branches": in_branches}
+
+
+@pytest.mark.parametrize("name", list(capture_functions(sm)))
+def test_captures_are_named_as_tensorflow_names_them(tf, name):
+    ours = graph_lines(sm, capture_functions(sm)[name], [sm.constant(1.0)])
+    assert ours == graph_lines(tf, capture_functions(tf)[name], [tf.constant(1.0)])

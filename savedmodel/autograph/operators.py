@@ -388,6 +388,7 @@ def _tf_range_for_stmt(iter_: GraphTensor, extra_test: Callable | None, body: Ca
     """Iterates a `range` tensor without materializing it: its start, limit and delta."""
     start, limit, delta = iter_.op.inputs
     iterate = start
+    _range_length(start, limit, delta)
 
     def aug_get_state():
         values = tuple(iterate if name == opts.get("iterate_names")
@@ -418,6 +419,16 @@ def _tf_range_for_stmt(iter_: GraphTensor, extra_test: Callable | None, body: Ca
 
     _tf_while_stmt(aug_test, aug_body, aug_get_state, aug_set_state,
                    ("<internal iterate>", *symbol_names), opts)
+
+
+def _range_length(start: Tensor, limit: Tensor, delta: Tensor) -> Tensor:
+    """The number of values of a range, as TensorFlow computes it for its (XLA-only)
+    iteration hint: the nodes are in its graphs, so they are in ours."""
+    distance = limit - start
+    length = distance // delta
+    uneven = math_ops.not_equal(distance % delta, array_ops.zeros_like(length))
+    length = length + math_ops.cast(uneven, distance.dtype)
+    return math_ops.cast(math_ops.maximum(length, array_ops.zeros_like(length)), "int32")
 
 
 # ----------------------------------------------------------------------------- while

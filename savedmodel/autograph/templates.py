@@ -43,10 +43,15 @@ class _Filler(ast.NodeTransformer):
         return out
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
+        """Fills the template's own nodes only: what was spliced in is left as it is."""
         for field, value in ast.iter_fields(node):
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
                 setattr(node, field, self.fill_block(value))
-        return super().generic_visit(node)
+            elif isinstance(value, list):
+                value[:] = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
+            elif isinstance(value, ast.AST):
+                setattr(node, field, self.visit(value))
+        return node
 
     def visit_Expr(self, node: ast.Expr) -> Any:
         if isinstance(node.value, ast.Name) and isinstance(self.values.get(node.value.id), list):

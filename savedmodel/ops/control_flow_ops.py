@@ -330,16 +330,16 @@ def _repack(loop_vars: Any, flat: Sequence) -> Any:
 
 def _invariants(flat: Sequence[Tensor], loop_vars: Any,
                 shape_invariants: Any) -> list[TensorShape]:
+    """One shape per loop variable: its invariant, or its own shape where none is given."""
     if shape_invariants is None:
         return [t.shape for t in flat]
-    shapes = nest.flatten(nest.map_structure(lambda s: s, shape_invariants)) \
-        if nest.is_nested(shape_invariants) else [shape_invariants]
+    shapes = nest.flatten(shape_invariants)
     if len(shapes) != len(flat):
         raise ValueError(f"shape_invariants must have the structure of loop_vars: "
                          f"{len(flat)} shapes, got {shape_invariants!r}")
     out = []
     for tensor, shape in zip(flat, shapes):
-        shape = TensorShape(shape) if not isinstance(shape, TensorShape) else shape
+        shape = tensor.shape if shape is None else TensorShape(shape)
         if not _less_or_equal(tensor.shape, shape):
             raise ValueError(f"The shape invariant specified for {tensor.name} is not compatible "
                              f"with the initial shape of the loop variable. It enters the loop "

@@ -17,6 +17,7 @@ from savedmodel import context
 from savedmodel.dtypes import as_dtype, int32
 from savedmodel.graph import constant_node
 from savedmodel.op_builder import apply_op, convert_to_tensor
+from savedmodel.protos import full_type_pb2
 from savedmodel.shapes import TensorShape
 from savedmodel.tensor import Tensor
 
@@ -35,7 +36,9 @@ class TensorArray:
         self._size = size
         self._dynamic_size = bool(dynamic_size)
         self._infer_shape = infer_shape
-        self._element_shape = TensorShape(element_shape)
+        self._shapes = [TensorShape(element_shape)]
+        """The element shape learned so far, shared by every array made from this one (a write
+        inside a loop body informs the array after the loop, as in TensorFlow)."""
         self._items: list[Tensor | None] | None = None
         self._flow = flow
         if context.executing_eagerly():
@@ -43,9 +46,10 @@ class TensorArray:
             self._items = [None] * count
         elif flow is None:
             with context.current_graph().name_scope(name or "TensorArrayV2") as scope:
-                self._flow = apply_op(
-                    "TensorListReserve", [_shape_input(self._element_shape), size or 0],
-                    {"element_dtype": self._dtype}, name=scope)[0]
+                self._flow = _typed(apply_op(
+                    "TensorListReserve", [_shape_input(self.element_shape),
+                                          0 if size is None else size],
+                    {"element_dtype": self._dtype}, name=scope)[0])
 
     @property
     def dtype(self):
@@ -53,7 +57,7 @@ class TensorArray:
 
     @property
     def element_shape(self) -> TensorShape:
-        return self._element_shape
+        return self._shapes[0]
 
     @property
     def flow(self) -> Tensor | None:
@@ -70,26 +74,25 @@ class TensorArray:
         """The value `sm.while_loop` carries for this array (None eagerly)."""
         return self._flow
 
-    def _with_flow(self, flow: Any, element_shape: TensorShape | None = None) -> TensorArray:
+    def _with_flow(self, flow: Any) -> TensorArray:
         out = object.__new__(TensorArray)
         out.__dict__.update(self.__dict__)
         out._flow = flow
-        if element_shape is not None:
-            out._element_shape = element_shape
         return out
 
-    def _with_items(self, items: list, element_shape: TensorShape) -> TensorArray:
-        out = self._with_flow(None, element_shape)
+    def _with_items(self, items: list) -> TensorArray:
+        out = self._with_flow(None)
         out._items = items
         return out
 
-    def _merged_shape(self, shape: TensorShape) -> TensorShape:
+    def _learn_shape(self, shape: TensorShape) -> None:
         if not self._infer_shape:
-            return self._element_shape
-        if not self._element_shape.is_compatible_with(shape):
-            raise ValueError(f"Inconsistent shapes: saw {shape} but expected "
-                             f"{self._element_shape} (and infer_shape=True)")
-        return self._element_shape.merge_with(shape)
+            return
+        known = self._shapes[0]
+        if not known.is_compatible_with(shape):
+            raise ValueError(f"Inconsistent shapes: saw {shape} but expected {known} (and "
+                             "infer_shape=True)")
+        self._shapes[0] = known.merge_with(shape)
 
     def _value(self, value: Any) -> Tensor:
         tensor = convert_to_tensor(value, dtype_hint=self._dtype, name="value")
@@ -109,19 +112,19 @@ class TensorArray:
         if self._items is not None:
             item = self._items[int(convert_to_tensor(index))]
             if item is None:
-                return convert_to_tensor(np.zeros(self._element_shape.as_list(),
+                return convert_to_tensor(np.zeros(self.element_shape.as_list(),
                                                   self._dtype.numpy))
             return item
         with context.current_graph().name_scope(name or "TensorArrayV2Read"):
             return apply_op("TensorListGetItem",
-                            [self._flow, index, _shape_input(self._element_shape)],
+                            [self._flow, index, _shape_input(self.element_shape)],
                             {"element_dtype": self._dtype},
-                            output_shapes=[self._element_shape])[0]
+                            output_shapes=[self.element_shape])[0]
 
     def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
         if self._items is not None:
             tensor = self._value(value)
-            shape = self._merged_shape(tensor.shape)
+            self._learn_shape(tensor.shape)
             position = int(convert_to_tensor(index))
             items = list(self._items)
             if position >= len(items):
@@ -130,36 +133,56 @@ class TensorArray:
                                      f"resizeable and size is: {len(items)}")
                 items.extend([None] * (position + 1 - len(items)))
             items[position] = tensor
-            return self._with_items(items, shape)
+            return self._with_items(items)
         with context.current_graph().name_scope(name or "TensorArrayV2Write"):
             tensor = self._value(value)
-            shape = self._merged_shape(tensor.shape)
-            flow = apply_op("TensorListSetItem", [self._flow, index, tensor],
-                            {"resize_if_index_out_of_bounds": self._dynamic_size})[0]
-        return self._with_flow(flow, shape)
+            self._learn_shape(tensor.shape)
+            flow = _typed(apply_op("TensorListSetItem", [self._flow, index, tensor],
+                                   {"resize_if_index_out_of_bounds": self._dynamic_size})[0])
+        return self._with_flow(flow)
 
     def stack(self, name: str | None = None) -> Tensor:
         if self._items is not None:
             items = [self.read(i) for i in range(len(self._items))]
             if not items:
-                return convert_to_tensor(np.zeros([0, *self._element_shape.as_list()],
+                return convert_to_tensor(np.zeros([0, *self.element_shape.as_list()],
                                                   self._dtype.numpy))
             return convert_to_tensor(np.stack([t._value for t in items]), self._dtype)
         with context.current_graph().name_scope(name or "TensorArrayV2Stack"):
             count = _constant_size(self._size) if not self._dynamic_size else -1
-            return apply_op("TensorListStack", [self._flow, _shape_input(self._element_shape)],
+            return apply_op("TensorListStack", [self._flow, _shape_input(self.element_shape)],
                             {"element_dtype": self._dtype, "num_elements": count})[0]
 
     def unstack(self, value: Any, name: str | None = None) -> TensorArray:
         if self._items is not None:
             tensor = self._value(value)
-            shape = self._merged_shape(tensor.shape[1:])
-            return self._with_items(list(tensor), shape)
+            self._learn_shape(tensor.shape[1:])
+            return self._with_items(list(tensor))
         with context.current_graph().name_scope(name or "TensorArrayUnstack"):
             tensor = self._value(value)
-            shape = self._merged_shape(tensor.shape[1:])
-            flow = apply_op("TensorListFromTensor", [tensor, _shape_input(tensor.shape[1:])])[0]
-        return self._with_flow(flow, shape)
+            self._learn_shape(tensor.shape[1:])
+            flow = _typed(apply_op("TensorListFromTensor",
+                                   [tensor, _shape_input(tensor.shape[1:])])[0])
+        return self._with_flow(flow)
+
+
+_FULL_TYPE_NAMES = {"float32": "FLOAT", "float64": "DOUBLE", "float16": "HALF"}
+
+
+def _typed(flow: Tensor) -> Tensor:
+    """Notes on the node that makes a list what its elements are (TensorFlow's full type,
+    `experimental_type`: a product of one array of tensors of the element dtype)."""
+    dtype = flow.op.get_attr("element_dtype")
+    try:
+        element = full_type_pb2.FullTypeId.Value(
+            "TFT_" + _FULL_TYPE_NAMES.get(dtype.name, dtype.name.upper()))
+    except ValueError:
+        return flow
+    full_type = flow.op.node_def.experimental_type
+    full_type.type_id = full_type_pb2.TFT_PRODUCT
+    array = full_type.args.add(type_id=full_type_pb2.TFT_ARRAY)
+    array.args.add(type_id=full_type_pb2.TFT_TENSOR).args.add(type_id=element)
+    return flow
 
 
 def _shape_input(shape: TensorShape) -> Any:

@@ -1,0 +1,187 @@
+"""Converting a Python function: its source parsed, transformed in TensorFlow's order of
+passes, and compiled into a function that shares the original's globals and closure.
+
+Passes: `break`, `continue`, `return` (canonicalize), calls, `if`/`while`/`for`
+(control_flow, after the liveness analysis), conditional and logical expressions, variable
+loads, and the function scope wrapper (expressions). Only the user's own source is compiled;
+the result is cached per code object. Functions without source (lambdas, builtins, code made by
+`exec` without a file), generators, methods using `super()`, and functions of savedmodel and
+other installed libraries run as they are.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import sysconfig
+import textwrap
+import types
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from savedmodel.autograph import (
+    analysis,
+    canonicalize,
+    control_flow,
+    expressions,
+    operators,
+)
+from savedmodel.autograph.naming import Namer
+
+
+class ConversionError(Exception):
+    """A function that cannot be converted (it then runs as it is)."""
+
+
+@dataclass(frozen=True)
+class _Converted:
+    source: str
+    code: types.CodeType
+
+
+_CACHE: dict[types.CodeType, _Converted] = {}
+_FILENAME_PREFIX = "<autograph "
+"""Converted code is compiled under this file name (its source is in linecache)."""
+_LIBRARY_PATHS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
+                                                           "platlib")})
+
+
+def to_code(entity: Callable, recursive: bool = True,
+            experimental_optional_features: Any = None) -> str:
+    """`tf.autograph.to_code`: the source of the converted function."""
+    return _conversion(_function_of(entity)).source
+
+
+def to_graph(entity: Callable, recursive: bool = True,
+             experimental_optional_features: Any = None) -> Callable:
+    """`tf.autograph.to_graph`: the converted function (a method stays bound)."""
+    function = _function_of(entity)
+    converted_function = convert(function)
+    if inspect.ismethod(entity):
+        return types.MethodType(converted_function, entity.__self__)
+    return converted_function
+
+
+def _function_of(entity: Callable) -> types.FunctionType:
+    function = entity.__func__ if inspect.ismethod(entity) else entity
+    function = getattr(function, "python_function", function)
+    if not inspect.isfunction(function):
+        raise ConversionError(f"cannot convert {entity!r}: not a Python function")
+    return function
+
+
+def convert(function: types.FunctionType) -> types.FunctionType:
+    """The converted function (raises ConversionError when it cannot be converted)."""
+    converted_code = _conversion(function).code
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+    cells["ag__"] = types.CellType(operators)
+    closure = tuple(cells[name] for name in converted_code.co_freevars)
+    result = types.FunctionType(converted_code, function.__globals__, converted_code.co_name,
+                                function.__defaults__, closure)
+    result.__kwdefaults__ = function.__kwdefaults__
+    result.__qualname__ = function.__qualname__
+    result.__doc__ = function.__doc__
+    operators.autograph_artifact(result)
+    return result
+
+
+def converted(entity: Any) -> Any:
+    """What converted code calls for `entity`: its conversion when it is user code that can
+    be converted, else `entity` itself (a warning says why an attempt failed)."""
+    if getattr(entity, "autograph_artifact", False):
+        return entity
+    if inspect.ismethod(entity):
+        function = converted(entity.__func__)
+        return entity if function is entity.__func__ else types.MethodType(function,
+                                                                           entity.__self__)
+    if not inspect.isfunction(entity) or not _is_user_code(entity):
+        return entity
+    try:
+        return convert(entity)
+    except ConversionError:
+        return entity
+    except Exception as err:  # noqa: BLE001 (like TensorFlow: warn, run the function as is)
+        warnings.warn(f"AutoGraph could not transform {entity} and will run it as-is.\n"
+                      f"Cause: {err}", stacklevel=2)
+        return entity
+
+
+def _is_user_code(function: types.FunctionType) -> bool:
+    module = getattr(function, "__module__", None) or ""
+    if module.split(".")[0] in ("savedmodel", "numpy"):
+        return False
+    filename = function.__code__.co_filename
+    return not filename.startswith((*_LIBRARY_PATHS, _FILENAME_PREFIX))
+
+
+# ----------------------------------------------------------------------------- conversion
+
+def _conversion(function: types.FunctionType) -> _Converted:
+    found = _CACHE.get(function.__code__)
+    if found is None:
+        found = _CACHE[function.__code__] = _transform(function)
+    return found
+
+
+def _parse(function: types.FunctionType) -> ast.FunctionDef:
+    if function.__name__ == "<lambda>":
+        raise ConversionError("lambda functions are run as they are")
+    if inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function):
+        raise ConversionError("generators and coroutines are run as they are")
+    if "__class__" in function.__code__.co_freevars:
+        raise ConversionError("functions that use super() are run as they are")
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError) as err:
+        raise ConversionError(f"could not get source code of {function}: {err}") from None
+    module = ast.parse(textwrap.dedent(source))
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function.__name__:
+            return node
+    raise ConversionError(f"could not find the definition of {function.__name__} in its "
+                          "source")
+
+
+def _transform(function: types.FunctionType) -> _Converted:
+    node = _parse(function)
+    canonicalize.check_supported(node)
+    expressions.mark_original(node)
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    used |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)}
+    used |= {n.name for n in ast.walk(node) if isinstance(n, ast.FunctionDef)}
+    namer = Namer(used | set(function.__globals__) | set(function.__code__.co_freevars))
+    scope_names = {id(f): namer.new("fscope")
+                   for f in ast.walk(node) if isinstance(f, ast.FunctionDef)}
+    node = canonicalize.BreakLowering(namer).visit(node)
+    node = canonicalize.ContinueLowering(namer).visit(node)
+    node = canonicalize.ConditionalReturns().visit(node)
+    node = canonicalize.ReturnLowering(namer, scope_names).visit(node)
+    node = expressions.CallLowering(scope_names).visit(node)
+    analysis.annotate(node)
+    node = control_flow.ControlFlowLowering(namer).visit(node)
+    node = expressions.ExpressionLowering().visit(node)
+    node = expressions.VariableLoads().visit(node)
+    node = expressions.FunctionWrapping(scope_names, node).visit(node)
+    ast.fix_missing_locations(node)
+    source = ast.unparse(node) + "\n"
+    return _Converted(source, _compile(function, node, source))
+
+
+def _compile(function: types.FunctionType, node: ast.FunctionDef,
+             source: str) -> types.CodeType:
+    """The converted function's code, compiled inside a factory whose parameters are `ag__`
+    and the original's free variables (so that they compile as free variables too)."""
+    filename = f"{_FILENAME_PREFIX}{function.__module__}.{function.__qualname__}>"
+    parameters = ["ag__", *function.__code__.co_freevars]
+    factory = f"def __ag_factory({', '.join(parameters)}):\n{textwrap.indent(source, '    ')}" \
+              f"    return {node.name}\n"
+    linecache.cache[filename] = (len(factory), None, factory.splitlines(True), filename)
+    code = compile(factory, filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return next(c for c in factory_code.co_consts
+                if isinstance(c, types.CodeType) and c.co_name == node.name)
+
+
+__all__ = ["ConversionError", "convert", "converted", "to_code", "to_graph"]

@@ -1,0 +1,224 @@
+"""Functions with Python control flow, converted by AutoGraph. The module is loaded twice by
+tests/test_autograph.py: as is (`tf` is savedmodel) and with `tf` bound to TensorFlow, so the
+same source is converted and traced by both."""
+import savedmodel as tf
+
+
+def simple_relu(x):
+    if tf.greater(x, 0):
+        return x
+    else:
+        return 0
+
+
+def sum_even(items):
+    s = 0
+    for c in items:
+        if c % 2 > 0:
+            continue
+        s += c
+    return s
+
+
+def get_MSE_print(y_true, y_pred):
+    tf.print("Calculating MSE!")
+    sq_diff = tf.pow(y_true - y_pred, 2)
+    return tf.reduce_mean(sq_diff)
+
+
+def unused_return_eager(x):
+    # Get index 1 will fail when len(x) == 1
+    tf.gather(x, [1])  # unused
+    return x
+
+
+def collatz_steps(n):
+    steps = 0
+    while n > 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+def first_big(xs):
+    found = -1
+    for x in xs:
+        if x > 10:
+            found = x
+            break
+    return found
+
+
+def range_sum(n):
+    total = 0
+    for i in tf.range(n):
+        total += i * i
+    return total
+
+
+def python_loop(x):
+    for i in range(3):
+        x = x * 2 + i
+    return x
+
+
+def python_condition(x, training):
+    if training:
+        x = x * 2
+    else:
+        x = x - 1
+    return x
+
+
+def logic(a, b):
+    both = a > 0 and b > 0
+    either = a > 0 or b > 0
+    neither = not (a > 0)
+    return both, either, neither
+
+
+def conditional_expression(x):
+    return x * 2 if x > 0 else -x
+
+
+def nested_loops(n):
+    total = 0
+    i = 0
+    while i < n:
+        j = 0
+        while j < i:
+            total += j
+            j += 1
+        i += 1
+    return total
+
+
+def elif_chain(x):
+    if x > 10:
+        y = 3
+    elif x > 5:
+        y = 2
+    elif x > 0:
+        y = 1
+    else:
+        y = 0
+    return y
+
+
+def fizzbuzz(n):
+    count = 0
+    for i in tf.range(1, n + 1):
+        if i % 15 == 0:
+            tf.print('fizzbuzz')
+        elif i % 3 == 0:
+            tf.print('fizz')
+        elif i % 5 == 0:
+            tf.print('buzz')
+        else:
+            tf.print(i)
+        count += 1
+    return count
+
+
+def early_exit(x):
+    if x < 0:
+        return -1
+    y = x * 2
+    if y > 10:
+        return 10
+    return y
+
+
+def tensor_array_squares(n):
+    ta = tf.TensorArray(tf.int32, size=n)
+    for i in tf.range(n):
+        ta = ta.write(i, i * i)
+    return ta.stack()
+
+
+def helper(x):
+    if x > 0:
+        return x
+    return x * 0
+
+
+def calls_helper(x):
+    return helper(x) + helper(-x)
+
+
+def defined_in_one_branch(x):
+    if x > 0:
+        y = x
+    return y
+
+
+def dtype_changes(x):
+    n = 0
+    while x > 0:
+        n = tf.cast(n, tf.float32)
+        x -= 1.0
+    return n
+
+
+def for_else(x):
+    for i in range(3):
+        x += 1
+    else:  # noqa: PLW0120 (AutoGraph does not support for/else)
+        x -= 1
+    return x
+
+
+def defined_in_loop(n):
+    for i in tf.range(n):
+        y = i * 2
+    return y
+
+
+def rows(m):
+    total = tf.zeros([2])
+    for row in m:
+        total += row
+    return total
+
+
+def python_list_tensor_condition(x):
+    for scale in [1.0, 2.0, 3.0]:
+        if x > 2.0:
+            x = x - scale
+        else:
+            x = x + scale
+    return x
+
+
+def range_break(n):
+    last = 0
+    for i in tf.range(n):
+        if i * i > 10:
+            break
+        last = i
+    return last
+
+
+class Scaler:
+    def __init__(self, factor):
+        self.factor = factor
+
+    def apply(self, x):
+        if x > 0:
+            x = x * self.factor
+        return x
+
+
+def uses_method(x):
+    return Scaler(3.0).apply(x)
+
+
+def nested_function_control_flow(x):
+    def clip(v):
+        if v > 1.0:
+            return 1.0
+        return v
+    return clip(x) + clip(x * 0.1)
