@@ -19,6 +19,12 @@ variable run in program order (a write waits for the previous write and the read
 read waits for the last write), other stateful ops run in program order among themselves, and
 all of them run even when no output needs them (they are the graph's control outputs; when the
 function returns tensors, its output `Identity` nodes wait on a `NoOp` that waits on them).
+
+A FuncGraph made with `control_flow=True` is a cond branch, loop condition or loop body: its
+node names continue the enclosing graph's current scope (`cond/add`), and everything it
+captures (small eager tensors included) is an input that the control-flow node passes in.
+Tensors of enclosing graphs are captured by the op that uses them, inside its scope
+(`cond/add/x`), as TensorFlow captures them.
 """
 from __future__ import annotations
 
@@ -56,7 +62,6 @@ READ_OPS = frozenset({"ReadVariableOp", "ResourceGather", "VarIsInitializedOp"})
 ORDER_INSENSITIVE_OPS = frozenset({"RandomUniform", "RandomUniformInt", "RandomStandardNormal",
                                    "TruncatedNormal"})
 """Stateful ops that automatic control dependencies neither order nor force to run."""
-CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 FUNCTIONAL_OPS = {"PartitionedCall": 0, "StatefulPartitionedCall": 0, "If": 1, "StatelessIf": 1,
                   "Case": 1, "StatelessCase": 1, "While": 0, "StatelessWhile": 0}
 """Ops that run library functions, with the position of their first input that the functions
@@ -401,6 +406,8 @@ def constant_node(graph: Graph, array: np.ndarray, dtype: DType, name: str,
     full = array
     if shape is not None:
         full = np.array(np.broadcast_to(array.reshape(()), tuple(shape)))
+        if full.size == 0:
+            array, shape = full, None
     attrs = {"value": attr_value_pb2.AttrValue(tensor=from_numpy(array, dtype, shape)),
              "dtype": attr_value_pb2.AttrValue(type=dtype.enum)}
     unique = name[:-1] if name.endswith("/") else graph.unique_name(name)

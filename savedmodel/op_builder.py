@@ -13,9 +13,10 @@ TensorFlow's op builder does), then either
   and returns symbolic tensors with dtypes and static shapes (`shape_inference`).
 
 `convert_to_tensor` is the conversion both paths use for values that are not yet tensors of the
-current graph: Python and numpy values become eager tensors or Const nodes; tensors from outside
-a function being traced are captured; objects with a `_sm_tensor(dtype)` method (variables)
-convert themselves.
+current graph: Python and numpy values become eager tensors or Const nodes; eager tensors used
+while a function is traced are captured (named after the op argument they feed); tensors of an
+enclosing graph are captured by the op that uses them (`Graph.create_op`); objects with a
+`_sm_tensor(dtype)` method (variables) convert themselves.
 """
 from __future__ import annotations
 

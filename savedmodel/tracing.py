@@ -1,11 +1,13 @@
 """Tracing: running a Python callable on placeholders to record its ops in a FuncGraph.
 
-`trace(python_function, arguments, name)` is the reusable core (sm.function uses it; so can
-control flow, to trace branch and loop-body functions): it makes a `FuncGraph`, a Placeholder
-per tensor in the arguments (named after the parameter, with `_user_specified_name`), calls the
-function with those in place of the tensors, and turns what it returns into the graph's
-outputs (one `Identity` node per tensor, waiting on a `NoOp` that waits on every stateful op).
-Values from outside that the function uses are captured on the way (see `graph.FuncGraph`).
+`trace(python_function, arguments, name)` is the core sm.function uses: it makes a
+`FuncGraph`, a Placeholder per tensor in the arguments (named after the parameter, with
+`_user_specified_name`), calls the function with those in place of the tensors, and turns what
+it returns into the graph's outputs (one `Identity` node per tensor, each converted and wrapped
+in turn, waiting on a `NoOp` that waits on every stateful op). Values from outside that the
+function uses are captured on the way (see `graph.FuncGraph`).
+`trace_control_flow(python_function, name, signature)` does the same for a cond branch or a
+loop's condition and body, inside the graph being traced.
 `function_def.to_function_def(graph, name)` then gives the library function.
 
 The rest of the module is how arguments are bound to parameters (`FunctionSpec`) and how a call

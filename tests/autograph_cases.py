@@ -222,3 +222,73 @@ def nested_function_control_flow(x):
             return 1.0
         return v
     return clip(x) + clip(x * 0.1)
+
+
+def return_in_loop(xs):
+    for x in xs:
+        return x * 2
+
+
+def negative_range(n):
+    s = 0
+    for i in tf.range(n, 0, -2):
+        s += i
+    return s
+
+
+def iterate_after_loop(n):
+    for i in tf.range(n):
+        pass
+    return i
+
+
+def short_circuit(x, flag):
+    if flag and x > 0:
+        return x
+    return -x
+
+
+def fibonacci(n):
+    a, b = 0, 1
+    for _ in tf.range(n):
+        a, b = b, a + b
+    return a
+
+
+def growing_with_options(x):
+    while tf.size(x) < 10:
+        tf.autograph.experimental.set_loop_options(
+            shape_invariants=[(x, tf.TensorShape([None]))], maximum_iterations=5)
+        x = tf.concat([x, x], 0)
+    return x
+
+
+def accumulate_with_options(n):
+    acc = tf.zeros([0])
+    for i in tf.range(n):
+        tf.autograph.experimental.set_loop_options(
+            shape_invariants=[(acc, tf.TensorShape([None]))], parallel_iterations=3)
+        acc = tf.concat([acc, tf.reshape(tf.cast(i, tf.float32), [1])], 0)
+    return acc
+
+
+class Counter:
+    def __init__(self):
+        self.count = tf.constant(0)
+        self.cfg = Config()
+
+    def step(self, x):
+        if x > 0:
+            self.count = self.count + 1
+            self.cfg.scale = self.cfg.scale * 2
+        for i in tf.range(3):
+            self.count += i
+        return self.count, self.cfg.scale
+
+
+class Config:
+    scale = 2
+
+
+def counter_step(x):
+    return Counter().step(x)

@@ -51,17 +51,26 @@ def normalized_code(code: str) -> list[str]:
     return lines + sorted(pending)
 
 
+def attribute(module, dotted: str):
+    for part in dotted.split("."):
+        module = getattr(module, part)
+    return module
+
+
 CONVERTED = ["simple_relu", "sum_even", "get_MSE_print", "unused_return_eager", "collatz_steps",
              "first_big", "range_sum", "python_loop", "python_condition", "logic",
              "conditional_expression", "nested_loops", "elif_chain", "fizzbuzz", "early_exit",
              "tensor_array_squares", "helper", "calls_helper", "defined_in_one_branch",
-             "dtype_changes"]
+             "dtype_changes", "defined_in_loop", "rows", "python_list_tensor_condition",
+             "range_break", "nested_function_control_flow", "return_in_loop", "negative_range",
+             "iterate_after_loop", "short_circuit", "fibonacci", "growing_with_options",
+             "accumulate_with_options", "Counter.step"]
 
 
 @pytest.mark.parametrize("name", CONVERTED)
 def test_to_code_is_tensorflows(tf, tf_cases, name):
-    ours = sm.autograph.to_code(getattr(cases, name))
-    theirs = tf.autograph.to_code(getattr(tf_cases, name))
+    ours = sm.autograph.to_code(attribute(cases, name))
+    theirs = tf.autograph.to_code(attribute(tf_cases, name))
     assert normalized_code(ours) == normalized_code(theirs)
 
 
@@ -96,7 +105,11 @@ GRAPH_CASES = {
     "collatz_steps": [7], "first_big": [[1, 5, 12, 3]], "range_sum": [5], "python_loop": [1.5],
     "logic": [2, -1], "conditional_expression": [3.0], "nested_loops": [4],
     "elif_chain": [7], "fizzbuzz": [6], "early_exit": [4], "tensor_array_squares": [4],
-    "calls_helper": [3],
+    "calls_helper": [3], "defined_in_loop": [3], "rows": [[[1., 2.], [3., 4.]]],
+    "python_list_tensor_condition": [2.5], "range_break": [10], "uses_method": [2.0],
+    "nested_function_control_flow": [5.0], "return_in_loop": [[3, 4]], "negative_range": [9],
+    "iterate_after_loop": [4], "short_circuit": [3.0, True], "fibonacci": [10],
+    "growing_with_options": [[1.0]], "accumulate_with_options": [4], "counter_step": [1],
 }
 
 
@@ -115,6 +128,13 @@ RUNS = {
     "conditional_expression": [[3.0], [-2.0]], "nested_loops": [[4], [0]],
     "elif_chain": [[11], [7], [3], [-3]], "fizzbuzz": [[6]], "early_exit": [[-3], [4], [9]],
     "tensor_array_squares": [[4], [1]], "calls_helper": [[3], [-2]],
+    "defined_in_loop": [[3], [1]], "rows": [[[[1., 2.], [3., 4.], [5., 6.]]]],
+    "python_list_tensor_condition": [[2.5], [-1.0]], "range_break": [[10], [2]],
+    "uses_method": [[2.0], [-1.0]], "nested_function_control_flow": [[5.0], [0.5]],
+    "return_in_loop": [[[3, 4]]], "negative_range": [[9], [0]], "iterate_after_loop": [[4]],
+    "short_circuit": [[3.0, True], [3.0, False], [-3.0, True]], "fibonacci": [[10], [0]],
+    "growing_with_options": [[[1.0]], [[1.0] * 12]], "accumulate_with_options": [[4], [0]],
+    "counter_step": [[1], [-1]],
 }
 
 
@@ -145,6 +165,9 @@ def test_python_conditions_are_resolved_while_tracing():
 def test_autograph_false_leaves_the_function_alone():
     with pytest.raises(sm.errors.OperatorNotAllowedInGraphError):
         sm.function(cases.simple_relu, autograph=False)(sm.constant(1))
+    kept = sm.autograph.experimental.do_not_convert(cases.collatz_steps)
+    with pytest.raises(sm.errors.OperatorNotAllowedInGraphError):
+        sm.function(kept)(sm.constant(1))
 
 
 # ------------------------------------------------------------------------------- errors
@@ -163,6 +186,18 @@ def test_loop_variable_changing_dtype_is_named(tf, tf_cases):
         sm.function(cases.dtype_changes)(sm.constant(3.0))
     with pytest.raises(TypeError, match=message):
         tf.function(tf_cases.dtype_changes)(tf.constant(3.0))
+
+
+@pytest.mark.parametrize("name, argument, initialized", [
+    ("defined_in_loop", 0, "y"),
+    ("return_in_loop", np.zeros(0, np.int32), "the function return value")])
+def test_loop_that_must_run_once_fails_when_it_does_not(tf, tf_cases, name, argument,
+                                                        initialized):
+    message = f"loop must iterate at least once to initialize {initialized}"
+    with pytest.raises(sm.errors.InvalidArgumentError, match=message):
+        sm.function(getattr(cases, name))(sm.constant(argument))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        tf.function(getattr(tf_cases, name))(tf.constant(argument))
 
 
 def test_unsupported_syntax_runs_unconverted_with_a_warning():

@@ -4,6 +4,7 @@ For every `if`, `while` and `for` statement of a function (each nested function 
 its own), `annotate` records on the node:
 
 - `ag_modified`: the simple names the statement binds (its bodies; a `for` also its target);
+  `ag_modified_attributes` the attribute chains it assigns (`self.count`);
 - `ag_live_in` / `ag_live_out`: the names that may be read before being rebound, from the
   statement's start (the loop head, for loops, which the body returns to) and right after it;
 - `ag_defined_in`: the names possibly bound when the statement starts (parameters and any
@@ -50,6 +51,37 @@ def _collect_bound(node: ast.AST, out: set[str]) -> None:
         out.add(node.name)
     for child in ast.iter_child_nodes(node):
         _collect_bound(child, out)
+
+
+def bound_attributes(nodes: Iterable[ast.AST]) -> set[str]:
+    """The attribute chains on simple names that the nodes assign (`self.count`,
+    `self.cfg.scale`), outside nested functions: composite variables."""
+    out: set[str] = set()
+    for node in nodes:
+        for child in _walk_scope(node):
+            if isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Store):
+                chain = attribute_chain(child)
+                if chain:
+                    out.add(chain)
+    return out
+
+
+def attribute_chain(node: ast.AST) -> str | None:
+    """`a.b.c` for an attribute chain on a simple name, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = attribute_chain(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _walk_scope(node: ast.AST) -> Iterable[ast.AST]:
+    yield node
+    if isinstance(node, _SCOPES):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_scope(child)
 
 
 def read_names(node: ast.AST | None) -> set[str]:
@@ -204,6 +236,7 @@ def _defined(node: ast.stmt, defined: set[str]) -> set[str]:
     if isinstance(node, _COMPOUND):
         node.ag_defined_in = frozenset(defined)
         node.ag_modified = frozenset(_modified(node))
+        node.ag_modified_attributes = frozenset(bound_attributes(_bodies(node)))
     if isinstance(node, ast.If):
         return _defined_block(node.body, defined) | _defined_block(node.orelse, defined)
     if isinstance(node, (ast.While, ast.For)):
@@ -221,6 +254,10 @@ def _defined(node: ast.stmt, defined: set[str]) -> set[str]:
         out = _defined_block(node.orelse, out)
         return _defined_block(node.finalbody, out)
     return defined | bound_names([node])
+
+
+def _bodies(node: ast.stmt) -> list[ast.stmt]:
+    return node.body + node.orelse if isinstance(node, ast.If) else node.body
 
 
 def _modified(node: ast.stmt) -> set[str]:

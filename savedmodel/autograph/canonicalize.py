@@ -56,6 +56,37 @@ def check_supported(function: ast.FunctionDef) -> None:
             raise NotImplementedError(f"{kind}/else statement not yet supported")
 
 
+# ----------------------------------------------------------------------------- directives
+
+LOOP_OPTIONS = "ag_loop_options"
+"""Set on a loop: the keywords of the `set_loop_options(...)` call its body started with."""
+
+
+class LoopDirectives(ast.NodeTransformer):
+    """Takes `sm.autograph.experimental.set_loop_options(...)` calls out of loop bodies and
+    records their keywords on the loop, which passes them to `ag__.while_stmt`/`for_stmt`."""
+
+    def _collect(self, node: ast.For | ast.While) -> ast.AST:
+        self.generic_visit(node)
+        kept = []
+        for statement in node.body:
+            call = statement.value if isinstance(statement, ast.Expr) else None
+            if isinstance(call, ast.Call) and _callee_name(call).endswith("set_loop_options"):
+                setattr(node, LOOP_OPTIONS, [(k.arg, k.value) for k in call.keywords])
+            else:
+                kept.append(statement)
+        node.body = kept or [ast.Pass()]
+        return node
+
+    visit_For = _collect
+    visit_While = _collect
+
+
+def _callee_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
 # ----------------------------------------------------------------------------- break
 
 @dataclass

@@ -4,8 +4,9 @@
 Each statement's bodies become nested functions (`if_body`, `else_body`, `loop_body`,
 `loop_test`, `extra_test`) that declare the statement's variables `nonlocal`, next to a pair
 `get_state`/`set_state` over those variables. The variables (the "state") are the names the
-statement binds that are live into or out of it (`analysis`), outputs first, then the ones only
-read, each group sorted; variables bound but not yet defined before the statement start as
+statement binds that are live into or out of it (`analysis`), with the attribute chains it
+assigns on names live into it (`self.count`), outputs first, then the ones only read, each group
+sorted; variables bound but not yet defined before the statement start as
 `ag__.Undefined('name')`. Inner statements are converted first, so names are numbered from the
 innermost statement out, as TensorFlow numbers them.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from savedmodel.autograph import templates
+from savedmodel.autograph import canonicalize, templates
 from savedmodel.autograph.naming import Namer
 
 
@@ -49,11 +50,14 @@ class ControlFlowLowering(ast.NodeTransformer):
                  if name in live_in or name in live_out or name in declared_nonlocal}
         undefined = sorted(modified - node.ag_defined_in - declared_global - declared_nonlocal)
         input_only = (state & live_in) - live_out
+        state |= {chain for chain in node.ag_modified_attributes
+                  if chain.split(".")[0] in live_in}
         ordered = sorted(state, key=lambda name: (name in input_only, name))
         return ordered, undefined, len(ordered) - len(input_only)
 
     def _declarations(self, names: list[str]) -> list[ast.stmt]:
         declared_global = self.scopes[-1][0]
+        names = [n for n in names if "." not in n]
         globals_ = [n for n in names if n in declared_global]
         nonlocals = [n for n in names if n not in declared_global]
         out: list[ast.stmt] = []
@@ -75,8 +79,8 @@ class ControlFlowLowering(ast.NodeTransformer):
                     pass
                 """, getter=getter, setter=setter)
             return code, getter, setter
-        values = ast.Tuple(elts=[templates.name(n) for n in names], ctx=ast.Load())
-        targets = ast.Tuple(elts=[templates.name(n, store=True) for n in names], ctx=ast.Store())
+        values = ast.Tuple(elts=[_state_value(n) for n in names], ctx=ast.Load())
+        targets = ast.Tuple(elts=[_state_target(n) for n in names], ctx=ast.Store())
         code = templates.statements(
             """
             def getter():
@@ -93,6 +97,13 @@ class ControlFlowLowering(ast.NodeTransformer):
     def _undefined(names: list[str]) -> list[ast.stmt]:
         return [templates.statements(f"{name} = ag__.Undefined({name!r})")[0]
                 for name in names]
+
+    @staticmethod
+    def _options(node: ast.For | ast.While) -> ast.Dict:
+        """The loop's options (from `set_loop_options`) as the dict the operator takes."""
+        pairs = getattr(node, canonicalize.LOOP_OPTIONS, [])
+        return ast.Dict(keys=[ast.Constant(value=k) for k, _ in pairs],
+                        values=[v for _, v in pairs])
 
     @staticmethod
     def _names(names: list[str]) -> ast.Tuple:
@@ -134,11 +145,11 @@ class ControlFlowLowering(ast.NodeTransformer):
             def test_name():
                 return test
             undefined
-            ag__.while_stmt(test_name, body_name, getter, setter, symbol_names, {})
+            ag__.while_stmt(test_name, body_name, getter, setter, symbol_names, options)
             """, body_name=self.namer.new("loop_body"), test_name=self.namer.new("loop_test"),
             declarations=self._declarations(names), body=node.body, test=node.test,
             undefined=self._undefined(undefined), getter=getter, setter=setter,
-            symbol_names=self._names(names))
+            symbol_names=self._names(names), options=self._options(node))
 
     def visit_For(self, node: ast.For) -> list[ast.stmt]:
         self.generic_visit(node)
@@ -157,8 +168,9 @@ class ControlFlowLowering(ast.NodeTransformer):
                     return extra_test
                 """, extra_name=extra_name, declarations=declarations, extra_test=extra_test)
         iterate = self.namer.new("itr")
-        options = ast.Dict(keys=[ast.Constant(value="iterate_names")],
-                           values=[ast.Constant(value=ast.unparse(node.target))])
+        options = self._options(node)
+        options.keys.append(ast.Constant(value="iterate_names"))
+        options.values.append(ast.Constant(value=ast.unparse(node.target)))
         return state + templates.statements(
             """
             def body_name(iterate):
@@ -173,3 +185,17 @@ class ControlFlowLowering(ast.NodeTransformer):
             extra_code=extra_code, undefined=self._undefined(undefined), iterated=node.iter,
             extra_name=extra_name, getter=getter, setter=setter,
             symbol_names=self._names(names), options=options)
+
+
+def _state_value(name: str) -> ast.expr:
+    """A state variable's current value; an attribute chain is read with `ag__.ldu`, which
+    gives `Undefined` when the attribute is not set."""
+    if "." not in name:
+        return templates.name(name)
+    return templates.expression(f"ag__.ldu(lambda: {name}, {name!r})")
+
+
+def _state_target(name: str) -> ast.expr:
+    target = templates.expression(name)
+    target.ctx = ast.Store()
+    return target

@@ -1,7 +1,7 @@
 """Converting a Python function: its source parsed, transformed in TensorFlow's order of
 passes, and compiled into a function that shares the original's globals and closure.
 
-Passes: `break`, `continue`, `return` (canonicalize), calls, `if`/`while`/`for`
+Passes: loop directives, `break`, `continue`, `return` (canonicalize), calls, `if`/`while`/`for`
 (control_flow, after the liveness analysis), conditional and logical expressions, variable
 loads, and the function scope wrapper (expressions). Only the user's own source is compiled;
 the result is cached per code object. Functions without source (lambdas, builtins, code made by
@@ -17,6 +17,7 @@ import sysconfig
 import textwrap
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,7 @@ class _Converted:
 
 
 _CACHE: dict[types.CodeType, _Converted] = {}
+_FUNCTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _FILENAME_PREFIX = "<autograph "
 """Converted code is compiled under this file name (its source is in linecache)."""
 _LIBRARY_PATHS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
@@ -73,7 +75,15 @@ def _function_of(entity: Callable) -> types.FunctionType:
 
 
 def convert(function: types.FunctionType) -> types.FunctionType:
-    """The converted function (raises ConversionError when it cannot be converted)."""
+    """The converted function (raises ConversionError when it cannot be converted); made once
+    per function object."""
+    found = _FUNCTIONS.get(function)
+    if found is None:
+        found = _FUNCTIONS[function] = _instantiate(function)
+    return found
+
+
+def _instantiate(function: types.FunctionType) -> types.FunctionType:
     converted_code = _conversion(function).code
     cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
     cells["ag__"] = types.CellType(operators)
@@ -154,6 +164,7 @@ def _transform(function: types.FunctionType) -> _Converted:
     namer = Namer(used | set(function.__globals__) | set(function.__code__.co_freevars))
     scope_names = {id(f): namer.new("fscope")
                    for f in ast.walk(node) if isinstance(f, ast.FunctionDef)}
+    node = canonicalize.LoopDirectives().visit(node)
     node = canonicalize.BreakLowering(namer).visit(node)
     node = canonicalize.ContinueLowering(namer).visit(node)
     node = canonicalize.ConditionalReturns().visit(node)

@@ -17,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from savedmodel import context, nest
-from savedmodel.errors import OperatorNotAllowedInGraphError
+from savedmodel.errors import InvalidArgumentError, OperatorNotAllowedInGraphError
 from savedmodel.graph import FuncGraph
 from savedmodel.op_builder import apply_op, apply_op_node, convert_to_tensor
 from savedmodel.ops import array_ops, control_flow_ops, math_ops
 from savedmodel.ops.tensor_array_ops import TensorArray
+from savedmodel.protos import attr_value_pb2
 from savedmodel.shapes import TensorShape
 from savedmodel.tensor import GraphTensor, Tensor
 
 LEGAL_LOOP_TYPES = "Tensor, int, float, bool or a list, tuple or dict thereof"
+_TRUE = attr_value_pb2.AttrValue(b=True)
 _LITERALS = (bool, int, float, str, np.ndarray)
 
 
@@ -62,6 +64,15 @@ def ld(value: Any) -> Any:
     if isinstance(value, Undefined):
         return value.read()
     return value
+
+
+def ldu(getter: Callable[[], Any], name: str) -> Any:
+    """An attribute chain's value (`ag__.ldu(lambda: self.x, 'self.x')`), Undefined when it
+    is not set."""
+    try:
+        return getter()
+    except (AttributeError, KeyError, IndexError, NameError, UnboundLocalError):
+        return Undefined(name)
 
 
 def _is_undefined(value: Any) -> bool:
@@ -115,7 +126,8 @@ def converted_call(f: Callable, args: tuple, kwargs: dict | None, caller_fn_scop
                    options: Any = None) -> Any:
     """A call in converted code: Python builtins with tensor versions (`range`, `len`, ...)
     dispatch on their arguments, user functions are converted before they are called, the
-    rest (savedmodel's functions, library code, `sm.function`s) are called as they are."""
+    rest (savedmodel's functions, library code, `sm.function`s) are called as they are.
+    (The conversion module is imported here because it imports this one.)"""
     kwargs = kwargs or {}
     builtin = _BUILTINS.get(f) if _hashable(f) else None
     if builtin is not None:
@@ -322,7 +334,7 @@ def verify_single_cond_var(name: str, body_var: Any, orelse_var: Any) -> None:
 def for_stmt(iter_: Any, extra_test: Callable | None, body: Callable, get_state: Callable,
              set_state: Callable, symbol_names: tuple, opts: dict) -> None:
     """A `for` loop: over a symbolic tensor's first axis (a `range` tensor's values directly),
-    a loop in the graph; over anything else, Python's loop."""
+    a loop in the graph; over anything else (eager tensors included), Python's loop."""
     if isinstance(iter_, GraphTensor):
         staged = _tf_range_for_stmt if iter_.op.type == "Range" else _known_len_tf_for_stmt
         staged(iter_, extra_test, body, get_state, set_state, symbol_names, opts)
@@ -464,7 +476,7 @@ def _py_while_stmt(test: Callable, body: Callable) -> None:
 
 def _tf_while_stmt(test: Callable, body: Callable, get_state: Callable, set_state: Callable,
                    symbol_names: tuple, opts: dict) -> None:
-    init_vars = get_state()
+    init_vars = original_vars = get_state()
     nulls = tuple(_is_undefined(v) for v in init_vars)
     require_one_iteration = False
     if any(nulls):
@@ -501,14 +513,22 @@ def _tf_while_stmt(test: Callable, body: Callable, get_state: Callable, set_stat
     start = (False, *init_vars) if require_one_iteration else tuple(init_vars)
     final = control_flow_ops.while_loop(aug_test, aug_body, start, **loop_opts)
     if require_one_iteration:
-        message = _zero_iterations_message(symbol_names, nulls, get_state())
+        message = _zero_iterations_message(symbol_names, nulls, original_vars)
         final = _after_assert(final[0], message, final[1:])
     set_state(final)
 
 
 def _after_assert(flag: Tensor, message: str, values: Sequence) -> tuple:
-    """`values` through identities that wait for an Assert that `flag` holds."""
-    check = apply_op_node("Assert", [flag, [message]], {"summarize": 3}, name="Assert")
+    """`values` through identities that wait for an Assert that `flag` holds (built as
+    `tf.debugging.Assert` builds it inside a function: the message converted twice)."""
+    if context.executing_eagerly():
+        if not bool(flag):
+            raise InvalidArgumentError(f"assertion failed: [{message}]", "Assert")
+        return tuple(values)
+    with context.current_graph().name_scope("Assert"):
+        convert_to_tensor(message)
+        check = apply_op_node("Assert", [flag, [message]], {"summarize": 3}, name="Assert",
+                              graph_attrs={"_has_manual_control_dependencies": _TRUE})
     out = []
     for value in values:
         if isinstance(value, GraphTensor):
@@ -664,8 +684,9 @@ def _placeholder_value(like: Any, original: Any):
         return array_ops.zeros(dims, like.dtype), shape if dynamic else None
     if isinstance(like, (list, tuple, dict)):
         pairs = [_placeholder_value(v, None) for v in nest.flatten(like)]
+        shapes = [s for _, s in pairs]
         return (nest.pack_sequence_as(like, [v for v, _ in pairs]),
-                nest.pack_sequence_as(like, [s for _, s in pairs]))
+                None if all(s is None for s in shapes) else nest.pack_sequence_as(like, shapes))
     raise TypeError(f"Found an unsupported type '{type(like).__name__}' while creating "
                     f"placeholder for {like}. Supported types include Tensor, int, float, "
                     "bool, list, tuple or dict.")
@@ -680,4 +701,4 @@ def _zero_iterations_message(symbol_names: Sequence[str], nulls: Sequence[bool],
 
 __all__ = ["STD", "ConversionOptions", "FunctionScope", "Undefined", "UndefinedReturnValue",
            "and_", "autograph_artifact", "converted_call", "for_stmt", "if_exp", "if_stmt",
-           "ld", "not_", "or_", "while_stmt"]
+           "ld", "ldu", "not_", "or_", "while_stmt"]

@@ -25,6 +25,7 @@ from savedmodel.function_def import to_function_def
 from savedmodel.graph import RESOURCE, FuncGraph, Graph
 from savedmodel.op_builder import apply_op, convert_to_tensor, int_list
 from savedmodel.protos import attr_value_pb2
+from savedmodel.runtime.dtypes import DType
 from savedmodel.shapes import TensorShape
 from savedmodel.tensor import EagerTensor, GraphTensor, Tensor
 from savedmodel.tracing import trace_control_flow
@@ -68,9 +69,11 @@ def switch_case(branch_index: Any, branch_fns: Any, default: Callable | None = N
     if context.executing_eagerly():
         index = int(convert_to_tensor(branch_index)._value)
         return (branches[index] if 0 <= index < len(branches) else branches[-1])()
+    if not isinstance(branch_index, Tensor):
+        raise TypeError(f"'branch_index' must be a Tensor, got {type(branch_index)}")
     graph = context.current_graph()
     with graph.name_scope(name or "switch_case"), graph.name_scope("indexed_case") as scope:
-        index = convert_to_tensor(branch_index, name="branch_index")
+        index = convert_to_tensor(branch_index)
         names = [function_name(scope, f"branch{i}") for i in range(len(branches))]
         traced = [trace_control_flow(fn, n) for fn, n in zip(branches, names)]
         labels = tuple(f"branches[{i}]" for i in range(len(traced)))
@@ -181,7 +184,7 @@ def _match_inputs(graphs: Sequence[FuncGraph]) -> list[Any]:
     return list(externals.values())
 
 
-def value_type(value: Any):
+def value_type(value: Any) -> tuple[DType, TensorShape]:
     """The dtype and shape of a captured value (a variable stands for its resource handle)."""
     if isinstance(value, Tensor):
         return value.dtype, value.shape
@@ -261,7 +264,7 @@ def _graph_while(cond: Callable, body: Callable, loop_vars: Any, shape_invariant
                  parallel_iterations: int, maximum_iterations: Any, name: str) -> Any:
     graph = context.current_graph()
     flat = [convert_to_tensor(_flow(v)) for v in nest.flatten(loop_vars)]
-    invariants = _invariants(flat, loop_vars, shape_invariants)
+    invariants = _invariants(flat, shape_invariants)
     count = len(flat)
     with graph.name_scope(name) as scope:
         cond_name = function_name(scope, "cond")
@@ -328,7 +331,7 @@ def _repack(loop_vars: Any, flat: Sequence) -> Any:
     return nest.pack_sequence_as(loop_vars, values)
 
 
-def _invariants(flat: Sequence[Tensor], loop_vars: Any,
+def _invariants(flat: Sequence[Tensor],
                 shape_invariants: Any) -> list[TensorShape]:
     """One shape per loop variable: its invariant, or its own shape where none is given."""
     if shape_invariants is None:
