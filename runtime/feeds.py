@@ -30,7 +30,8 @@ def _as_numeric(value, dtype: DType, where: str) -> np.ndarray:
     kind, target = array.dtype.kind, dtype.numpy.kind
     if kind in "OSUV":
         raise FeedError(f"{where} expects {dtype.name}, got a non-numeric value of {array.dtype}")
-    if kind == "c" and target != "c" or not from_numpy and kind == "f" and target in "iub":
+    lossy = kind == "c" and target != "c" or not from_numpy and kind == "f" and target in "iub"
+    if lossy and array.size:
         raise FeedError(f"{where} expects {dtype.name}; cannot convert {_preview(array)} "
                         f"({array.dtype}) without losing its value")
     return array if array.dtype == dtype.numpy else array.astype(dtype.numpy)

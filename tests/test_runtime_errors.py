@@ -9,8 +9,9 @@ import pytest
 
 from conftest import SAVEDMODELS
 from savedmodel.protos import attr_value_pb2, meta_graph_pb2, node_def_pb2, saved_model_pb2, types_pb2
-from savedmodel.runtime import load
+from savedmodel.runtime import dtypes, load
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
+from savedmodel.runtime.feeds import to_input
 from savedmodel.runtime.tensor_proto import from_numpy, shape_to_proto
 
 SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
@@ -140,3 +141,8 @@ def test_truncated_variables_name_the_shard(tmp_path):
 def test_missing_saved_model_is_named(tmp_path):
     with pytest.raises(FileFormatError, match="not a SavedModel directory"):
         load(tmp_path)
+
+
+def test_an_empty_python_list_converts_to_any_numeric_dtype():
+    converted = to_input([], dtypes.from_name("int32"), (None,), "input 'x'")
+    assert converted.dtype == np.int32 and converted.shape == (0,)
