@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from savedmodel.runtime.dtypes import DType
-from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.errors import SavedModelError, TensorProtoError
+from savedmodel.runtime.tensor_proto import string_array
 
 
 class FeedError(SavedModelError, TypeError):
@@ -38,16 +39,10 @@ def _as_numeric(value, dtype: DType, where: str) -> np.ndarray:
 
 
 def _as_string_array(value, where: str) -> np.ndarray:
-    array = np.asarray(value, dtype=object)
-    out = np.empty(array.shape, dtype=object)
-    for index, item in np.ndenumerate(array):
-        if isinstance(item, (bytes, np.bytes_)):
-            out[index] = bytes(item)
-        elif isinstance(item, (str, np.str_)):
-            out[index] = str(item).encode("utf-8")
-        else:
-            raise FeedError(f"{where} expects strings, got {type(item).__name__} at index {index}")
-    return out
+    try:
+        return string_array(value)
+    except TensorProtoError as err:
+        raise FeedError(f"{where} expects strings: {err}") from None
 
 
 def _preview(array: np.ndarray) -> str:

@@ -250,6 +250,7 @@ class _ConcreteFunction:
         self.args, self.kwargs = _split_signature(structure.decode(saved.canonicalized_input_signature, where))
         self.output_structure = structure.decode(saved.output_signature, where)
         self._bound = list(saved.bound_inputs)
+        self._captures: list | None = None
 
     def bind(self, args: tuple, kwargs: dict) -> list:
         """The flat tensor inputs for a call, or FeedError if the arguments do not fit."""
@@ -273,9 +274,10 @@ class _ConcreteFunction:
         return flat
 
     def call(self, flat: list):
-        captures = [self._model._capture(node_id, self.name) for node_id in self._bound]
+        if self._captures is None:  # variables and constants keep their identity: resolve once
+            self._captures = [self._model._capture(node_id, self.name) for node_id in self._bound]
         with np.errstate(all="ignore"):
-            outputs = self._model._context.call(self.name, flat + captures)
+            outputs = self._model._context.call(self.name, flat + self._captures)
         return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs])
 
 

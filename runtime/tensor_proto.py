@@ -106,16 +106,16 @@ def _checked_shape(shape: Sequence[int], size: int) -> Shape:
 
 def _as_array(value, row: DType | None) -> np.ndarray:
     if row is not None and row.is_string:
-        return _string_array(value)
+        return string_array(value)
     array = np.asarray(value)
     if row is None:
-        return _string_array(array) if array.dtype.kind in "OSU" else array
+        return string_array(array) if array.dtype.kind in "OSU" else array
     if row.numpy is None:
         raise TensorProtoError(f"cannot build a {row.enum_name} tensor from a numpy value")
     return array.astype(row.numpy, copy=False)
 
 
-def _string_array(value) -> np.ndarray:
+def string_array(value) -> np.ndarray:
     """An object array of bytes; str is encoded as UTF-8, anything else is a clear error."""
     source = np.asarray(value, dtype=object)
     out = np.empty(source.shape, dtype=object)

@@ -76,13 +76,9 @@ def _concrete(name: str, saved) -> dict:
     decoded = structure.decode(saved.canonicalized_input_signature, where)
     args, kwargs = decoded if isinstance(decoded, tuple) and len(decoded) == 2 else ((), {})
     return {"name": name,
-            "args": [_argument(a) for a in args],
-            "kwargs": {k: _argument(v) for k, v in sorted(kwargs.items())},
+            "args": [_structure(a) for a in args],
+            "kwargs": {k: _structure(v) for k, v in sorted(kwargs.items())},
             "outputs": _structure(structure.decode(saved.output_signature, where))}
-
-
-def _argument(value) -> dict:
-    return _structure(value)
 
 
 def _structure(value):

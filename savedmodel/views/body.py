@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from savedmodel.protos import function_pb2, node_def_pb2, op_def_pb2
 from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.plan import arg_length
 from savedmodel.views.values import Shape, dtype_name
 
 CALLEE_ATTRS = {
@@ -188,7 +189,7 @@ class Library:
         for arg in op_def.output_arg:
             if arg.name == arg_name:
                 return offset
-            offset += _arg_length(arg, node)
+            offset += arg_length(arg, node.attr)
         return None
 
 
@@ -206,16 +207,6 @@ def graph_inputs(nodes, where: str) -> dict[str, tuple[Ref, ...]]:
     """Every node's resolved inputs, for nodes of a top-level graph."""
     return {node.name: tuple(graph_ref(text, f"{where}: node {node.name!r}") for text in node.input)
             for node in nodes}
-
-
-def _arg_length(arg: op_def_pb2.OpDef.ArgDef, node) -> int:
-    """How many tensors an op argument stands for in this node (a list argument's length is
-    set by one of the node's attrs)."""
-    if arg.number_attr:
-        return node.attr[arg.number_attr].i
-    if arg.type_list_attr:
-        return len(node.attr[arg.type_list_attr].list.type)
-    return 1
 
 
 def _output_count(node) -> int | None:
