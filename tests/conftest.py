@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 DATA = Path(__file__).parent / "data"
 REFERENCE = DATA / "reference"
@@ -47,3 +48,27 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tf" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.tensorflow)
+
+
+FUZZ_EXAMPLES = 25
+"""Examples per fuzz test in a normal run: seeded, so CI sees the same cases every time."""
+_fuzz = {"examples": FUZZ_EXAMPLES}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-examples", type=int, default=FUZZ_EXAMPLES,
+                     help="examples per fuzz test (tests/test_fuzz_*.py); more than the default "
+                          "also draws new random cases each run instead of the seeded ones")
+
+
+def pytest_configure(config):
+    _fuzz["examples"] = config.getoption("--fuzz-examples")
+
+
+def fuzz_settings(test):
+    """Hypothesis settings of the fuzz tests: `--fuzz-examples` cases, seeded unless a longer
+    campaign was asked for, no per-example deadline (the tests bound time themselves) and no
+    example database written into the checkout."""
+    examples = _fuzz["examples"]
+    return settings(max_examples=examples, derandomize=examples <= FUZZ_EXAMPLES, deadline=None,
+                    database=None, suppress_health_check=list(HealthCheck))(test)
