@@ -8,7 +8,7 @@ single kernel (one large MatMul) is not interrupted: the check comes after it.
 
 The deadline is a context variable, so it holds for the thread (or asyncio task) that set it
 and for every signature, function and graph it runs, including the authoring side's loaded
-objects; nested limits keep the earliest deadline. What ran before the interruption stays
+objects and traced functions; nested limits keep the earliest deadline. What ran before the interruption stays
 done, as when TensorFlow cancels a step: variables assigned and tables filled keep their new
 values, and the model stays usable.
 """

@@ -25,9 +25,10 @@ class NodeError(SavedModelError):
     """A kernel failed while running a node."""
 
 
-_KEPT_ERRORS = (DeadlineExceededError, FileAccessError)
-"""Errors a caller handles by their class (a limit it set): re-raised as themselves, with the
-node named, instead of as a NodeError."""
+LIMIT_ERRORS = (DeadlineExceededError, FileAccessError)
+"""Errors of a limit the caller set (time, file access), which it handles by their class:
+re-raised as themselves with the node named, not as a NodeError (nor, on the authoring side,
+as an InvalidArgumentError)."""
 
 
 class Context:
@@ -89,7 +90,7 @@ def node_error(err: Exception, *plans: Plan) -> Exception:
         if index is None:
             continue
         step = plan.steps[index]
-        if isinstance(err, _KEPT_ERRORS):
+        if isinstance(err, LIMIT_ERRORS):
             return type(err)(f"{plan.where}: node {step.name!r} (op {step.op}): {err}")
         if isinstance(err, SavedModelError):
             return NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}")

@@ -108,3 +108,16 @@ def test_ctrl_c_stops_a_long_loop():
         process.kill()
     assert process.returncode != 0
     assert "Traceback" not in stderr
+
+
+def test_traced_functions_are_bounded_too():
+    @sm.function(input_signature=[sm.TensorSpec([], sm.int32)])
+    def count(n):
+        i = sm.constant(0)
+        while i < n:
+            i += 1
+        return i
+
+    assert int(count(np.int32(5)).numpy()) == 5
+    with pytest.raises(DeadlineExceededError, match="the time limit of 0.2 s ran out"), time_limit(0.2):
+        count(ENDLESS)
