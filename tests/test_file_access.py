@@ -197,6 +197,15 @@ def test_an_init_op_writing_a_file_outside_is_refused(tmp_path):
     assert target.read_text() == "owned"
 
 
+def test_write_file_writes_what_tensorflow_writes_when_allowed(tf, tmp_path):
+    """TensorFlow's loader runs the hostile init op unconfined; ours does the same when allowed."""
+    theirs, ours = tmp_path / "tf" / "new" / "owned.txt", tmp_path / "ours" / "new" / "owned.txt"
+    with tf.compat.v1.Session(graph=tf.Graph()) as session:
+        tf.compat.v1.saved_model.load(session, ["serve"], str(_writing_a_file(tmp_path / "tf", theirs)))
+    load(_writing_a_file(tmp_path / "ours", ours), allow_file_access=True)
+    assert ours.read_bytes() == theirs.read_bytes() == b"owned"
+
+
 def test_writing_inside_the_model_directory_is_refused_too(tmp_path):
     """The model's directory is for reading: its own files stay as they were."""
     model = _writing_a_file(tmp_path, tmp_path / "model" / "variables" / "variables.index")
