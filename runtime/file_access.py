@@ -64,7 +64,7 @@ class FileAccess:
         if self.unrestricted:
             return Path(path)
         roots = self.writable if write else self.readable
-        resolved = Path(path).resolve()  # links first, then "..", as the system opens it
+        resolved = _resolved(path, op)
         if any(resolved.is_relative_to(root) for root in roots):
             return Path(path)
         shown = f"{path} (which is {resolved})" if str(resolved) != str(path) else str(path)
@@ -88,12 +88,23 @@ def asset_path(model_dir: Path, filename: str, origin: str, access: FileAccess) 
     is unrestricted) to stay inside `model_dir` once symbolic links (the file's or
     `assets/`'s) are resolved. `origin` names where the asset is recorded, for the error."""
     path = model_dir / "assets" / filename
-    resolved = path.resolve()
-    if access.unrestricted or resolved.is_relative_to(model_dir.resolve()):
+    if access.unrestricted:
+        return path
+    resolved = _resolved(path, f"{model_dir}: asset {filename!r} ({origin})")
+    if resolved.is_relative_to(model_dir.resolve()):
         return path
     raise FileAccessError(f"{model_dir}: asset {filename!r} ({origin}) leads outside the model "
                           f"directory, to {resolved}; a model's assets must be files inside it "
                           f"(to allow it anyway, {OPT_OUT})")
+
+
+def _resolved(path: str | Path, who: str) -> Path:
+    """`path` made absolute with every symbolic link resolved, each before the `..` that
+    follows it, as the system resolves it when opening the file."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError, ValueError) as err:  # a link loop, a NUL byte in the name
+        raise FileAccessError(f"{who}: cannot resolve the path {str(path)!r}: {err}") from None
 
 
 def file_system_ops(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[dict]:

@@ -101,6 +101,15 @@ def test_assets_leading_outside_the_model_are_refused_at_load(tmp_path, name, fo
             sm.saved_model.load(model)
 
 
+def test_an_asset_link_that_cannot_be_resolved_is_refused_at_load(tmp_path):
+    model = _copy("asset_vocab", tmp_path)
+    (model / "assets" / "asset_vocab.txt").unlink()
+    (model / "assets" / "asset_vocab.txt").symlink_to(model / "assets" / "asset_vocab.txt")
+    with pytest.raises(FileAccessError, match=r"asset 'asset_vocab.txt' \(asset_file_def 0, asset object "
+                                              r"vocab\): cannot resolve the path"):
+        load(model)
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_the_caller_can_allow_assets_outside_the_model(tmp_path, form):
     model, _ = _hostile_assets(tmp_path, "tf1_tables", form)
@@ -239,6 +248,15 @@ def test_dotdot_after_a_link_is_resolved_as_the_system_resolves_it(tmp_path):
     model = _reading_a_file(tmp_path, tmp_path / "model" / "link" / ".." / "secret.txt")
     (model / "link").symlink_to(secret.parent / "sub", target_is_directory=True)
     with pytest.raises(FileAccessError, match=rf"\(which is {secret}\)"):
+        load(model).signatures["read"]()
+
+
+@pytest.mark.parametrize("name, match", [("loop", "cannot resolve the path .*loop"),
+                                          ("nul\0byte", "cannot resolve the path .*embedded null byte")])
+def test_paths_that_cannot_be_resolved_are_refused(tmp_path, name, match):
+    model = _reading_a_file(tmp_path, tmp_path / "model" / name)
+    (model / "loop").symlink_to(model / "loop")
+    with pytest.raises(FileAccessError, match=rf"^graph: node 'hostile/ReadFile' \(op ReadFile\): ReadFile: {match}"):
         load(model).signatures["read"]()
 
 
