@@ -119,19 +119,17 @@ def test_the_caller_can_allow_assets_outside_the_model(tmp_path, form):
 
 # -------------------------------------------------------------------------- file-system ops
 
-def _const(name: str, value) -> node_def_pb2.NodeDef:
-    tensor = from_numpy(np.asarray(value, dtype=object if isinstance(value, (str, bytes, list)) else None))
+def _const(name: str, text: str) -> node_def_pb2.NodeDef:
+    """A Const node holding a scalar string."""
+    tensor = from_numpy(np.array(text.encode(), object))
     node = node_def_pb2.NodeDef(name=name, op="Const")
     node.attr["dtype"].type = tensor.dtype
     node.attr["value"].tensor.CopyFrom(tensor)
     return node
 
 
-def _op(name: str, op: str, inputs: list[str], **types: list[int]) -> node_def_pb2.NodeDef:
-    node = node_def_pb2.NodeDef(name=name, op=op, input=inputs)
-    for key, values in types.items():
-        node.attr[key].list.type.extend(values)
-    return node
+def _op(name: str, op: str, inputs: list[str]) -> node_def_pb2.NodeDef:
+    return node_def_pb2.NodeDef(name=name, op=op, input=inputs)
 
 
 def _with_nodes(tmp_path: Path, nodes: list, init: str | None = None, collection: str = "saved_model_main_op",
