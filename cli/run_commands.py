@@ -13,13 +13,24 @@ import numpy as np
 from savedmodel.cli.errors import reports_errors
 from savedmodel.compare import differences, import_tensorflow, random_feeds, run_ours, run_tensorflow
 from savedmodel.input_specs import InputSpecError, parse_input_exprs, parse_inputs
-from savedmodel.runtime import load
+from savedmodel.runtime import load, time_limit
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
 
 def _tags(text: str) -> set[str]:
     return {t.strip() for t in text.split(",") if t.strip()}
+
+
+def _limits(command):
+    """The options that bound what a model may do: --allow-file-access and --timeout."""
+    command = click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                           help="Stop with an error when loading and running a signature on our "
+                                "runtime takes longer than SECONDS (an endless While loop, say).")(command)
+    return click.option("--allow-file-access", is_flag=True,
+                        help="Let the model's file-system ops (ReadFile, SaveV2, WriteFile, ...) and "
+                             "assets use files outside its directory; by default they may only "
+                             "read inside it.")(command)
 
 
 def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
@@ -42,12 +53,14 @@ def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each output to OUTDIR/<key>.npy instead of printing it.")
 @click.option("--overwrite", is_flag=True, help="Replace existing .npy files in --outdir.")
+@_limits
 @reports_errors
 def run(export_dir: Path, signature: str, tags: str, inputs: str | None, input_exprs: str | None,
-        outdir: Path | None, overwrite: bool) -> None:
+        outdir: Path | None, overwrite: bool, allow_file_access: bool, timeout: float | None) -> None:
     """Run one signature of the SavedModel in EXPORT_DIR on the numpy runtime."""
     feeds = _given_feeds(inputs, input_exprs)
-    outputs = load(export_dir, _tags(tags)).signatures[signature](**feeds)
+    with time_limit(timeout):
+        outputs = load(export_dir, _tags(tags), allow_file_access=allow_file_access).signatures[signature](**feeds)
     if outdir is None:
         with np.printoptions(threshold=1000):
             for key, value in outputs.items():
@@ -85,13 +98,17 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
 @click.option("--atol", default=1e-6, show_default=True)
 @click.option("--rtol", default=1e-5, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
+@_limits
 @reports_errors
 def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: str | None,
-            input_exprs: str | None, batch: int, seed: int, atol: float, rtol: float, as_json: bool) -> None:
+            input_exprs: str | None, batch: int, seed: int, atol: float, rtol: float, as_json: bool,
+            allow_file_access: bool, timeout: float | None) -> None:
     """Run signatures on our runtime and on TensorFlow (when installed) and report the largest
-    absolute and relative differences; exit 1 when any output is beyond --atol/--rtol."""
+    absolute and relative differences; exit 1 when any output is beyond --atol/--rtol.
+    --timeout bounds each signature's run on our runtime (TensorFlow's runs are not bounded)."""
     given = _given_feeds(inputs, input_exprs)
-    model = load(export_dir, _tags(tags))
+    with time_limit(timeout):
+        model = load(export_dir, _tags(tags), allow_file_access=allow_file_access)
     names = list(signatures) or list(model.signatures)
     click.echo("importing TensorFlow...", err=True)
     tf = import_tensorflow()
@@ -102,7 +119,8 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
         feeds = {**random_feeds(model.signatures[name], batch, seed), **given}
         feeds = {k: v for k, v in feeds.items() if k in model.signatures[name].inputs}
         click.echo(f"running {name}...", err=True)
-        ours = run_ours(export_dir, name, feeds, _tags(tags))
+        with time_limit(timeout):
+            ours = run_ours(export_dir, name, feeds, _tags(tags), allow_file_access)
         theirs = run_tensorflow(tf, export_dir, name, feeds) if tf is not None else None
         rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
         failed |= any(not r.within for r in rows)

@@ -2,7 +2,8 @@
 
 The text follows `saved_model_cli show` line for line where that tool has the same view, so
 scripts and habits carry over; `--all` adds what saved_model_cli lacks (variables with their
-sizes, ops marked when the runtime cannot run them). `--json` prints the description itself
+sizes, ops marked when the runtime cannot run them, the ops that touch files as `saved_model_cli
+scan` reports them). `--json` prints the description itself
 (schema `savedmodel.show/1`, docs/json-schemas.md).
 """
 from __future__ import annotations
@@ -110,6 +111,7 @@ def _all_lines(description: dict) -> list[str]:
         lines += _function_lines(meta_graph["functions"])
         lines += _variable_lines(meta_graph["variables"])
         lines += [""] + _ops_lines([meta_graph])
+        lines += [""] + _file_system_op_lines(meta_graph)
     return lines
 
 
@@ -197,4 +199,17 @@ def _ops_lines(meta_graphs: list[dict]) -> list[str]:
         lines.append(f"The MetaGraph with tag set '{format_tags(meta_graph['tags'])}' contains "
                      f"{len(ops)} ops" + (f" ({len(missing)} not supported by the runtime, marked *):" if missing else ":"))
         lines += [f"  {o['op']}{'' if o['supported'] else ' *'}" for o in ops]
+    return lines
+
+
+def _file_system_op_lines(meta_graph: dict) -> list[str]:
+    """The file-system ops of a MetaGraph, as `saved_model_cli scan` reports its denylisted
+    ops (with each node and the function it is in)."""
+    tags = f"MetaGraph with tag set {meta_graph['tags']}"
+    found = meta_graph["file_system_ops"]
+    if not found:
+        return [f"{tags} does not contain file-system ops (ops that read, write or delete files)."]
+    lines = [f"{tags} contains the following file-system ops: {{{', '.join(repr(o) for o in sorted({f['op'] for f in found}))}}}"]
+    lines += [f"  {f['op']} {f['node']!r} in " + (f"function {f['function']!r}" if f["function"] else "the graph")
+              + (" (the model's saver)" if f["saver"] else "") for f in found]
     return lines

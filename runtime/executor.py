@@ -13,7 +13,10 @@ from typing import NoReturn, TextIO
 
 import numpy as np
 
+from savedmodel.runtime import deadline
+from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, FileAccessError
 from savedmodel.runtime.plan import LoopBody, Plan
 from savedmodel.runtime.straight_line import failed_step
 
@@ -22,16 +25,28 @@ class NodeError(SavedModelError):
     """A kernel failed while running a node."""
 
 
+LIMIT_ERRORS = (DeadlineExceededError, FileAccessError)
+"""Errors of a limit the caller set (time, file access), which it handles by their class:
+re-raised as themselves with the node named, not as a NodeError (nor, on the authoring side,
+as an InvalidArgumentError)."""
+
+
 class Context:
     """What kernels that call functions or touch state receive: the function library, the
-    resources (variables) of the loaded model, and the stream that print ops write to."""
+    resources (variables) of the loaded model, the stream that print ops write to, and where
+    file-system ops may read and write (runtime.file_access)."""
 
-    def __init__(self, library, resources, stderr: TextIO | None = None):
+    def __init__(self, library, resources, stderr: TextIO | None = None,
+                 file_access: FileAccess = UNRESTRICTED):
         self.library = library
         self.resources = resources
         self.stderr = stderr or sys.stderr
+        self.file_access = file_access
 
     def call(self, function: str, inputs) -> tuple:
+        limit = deadline.current()
+        if limit is not None:
+            limit.check(f"call of function {function!r}")
         return self.library.call(function, tuple(inputs), self)
 
 
@@ -75,6 +90,8 @@ def node_error(err: Exception, *plans: Plan) -> Exception:
         if index is None:
             continue
         step = plan.steps[index]
+        if isinstance(err, LIMIT_ERRORS):
+            return type(err)(f"{plan.where}: node {step.name!r} (op {step.op}): {err}")
         if isinstance(err, SavedModelError):
             return NodeError(f"{plan.where}: node {step.name!r} (op {step.op}): {err}")
         # a kernel bug or an input numpy rejects: still name the node

@@ -8,6 +8,11 @@ those same variables, so signatures and functions share state. Models without an
 (TensorFlow 1 exports) are restored by running the saver's restore op instead. Then the init op
 runs, as in TensorFlow's loaders, with each asset's placeholder fed the path of the model's own
 copy of the file (`assets/<name>`); functions that capture an asset object get that path too.
+An asset whose name or symbolic links lead outside the model's directory is refused at load.
+
+File-system ops the model runs (its init op restoring `variables/`, ReadFile, SaveV2, ...) may
+read only inside the model's directory and write only inside the caller's `output_dir`, unless
+the caller passes `allow_file_access=True` (runtime.file_access).
 
 Lookup tables are resources made by their handle ops on first use and shared by (container,
 shared_name). The init op initializes them (TensorFlow 1 exports without one get their
@@ -18,7 +23,6 @@ checkpoint through their saved restore functions before the init op runs.
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,10 +30,12 @@ import numpy as np
 
 from savedmodel.protos import meta_graph_pb2, trackable_object_graph_pb2
 from savedmodel.runtime import executor, structure
+from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.dtypes import from_enum, from_name
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
 from savedmodel.runtime.executor import Context
 from savedmodel.runtime.feeds import FeedError, to_input
+from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, asset_path
 from savedmodel.runtime.library import FunctionLibrary
 from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, compile_plan
 from savedmodel.runtime.protofiles import parse_message
@@ -51,23 +57,31 @@ ASSETS_COLLECTION = "saved_model_assets"
 VARIABLE_VALUE = "VARIABLE_VALUE"
 
 
-def load(export_dir: str | Path, tags: Iterable[str] = ("serve",)) -> Model:
-    """Load the MetaGraphDef of `export_dir` tagged exactly `tags`."""
+def load(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file_access: bool = False,
+         output_dir: str | Path | None = None) -> Model:
+    """Load the MetaGraphDef of `export_dir` tagged exactly `tags`.
+
+    The model's file-system ops may read inside `export_dir` and `output_dir` and write inside
+    `output_dir` only; `allow_file_access=True` lets them (and assets) use any file, as
+    TensorFlow does."""
     export_dir = Path(export_dir)
     meta_graph = find_meta_graph(read_saved_model(export_dir), set(tags), str(export_dir))
-    return Model(export_dir, meta_graph)
+    return Model(export_dir, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir)
 
 
 class Model:
     """A loaded SavedModel: `signatures`, `functions` (the object graph's methods by dotted
     path), and `variables` (current values by name)."""
 
-    def __init__(self, export_dir: Path, meta_graph: meta_graph_pb2.MetaGraphDef):
+    def __init__(self, export_dir: Path, meta_graph: meta_graph_pb2.MetaGraphDef, *,
+                 allow_file_access: bool = False, output_dir: str | Path | None = None):
         self.export_dir = export_dir
         self._meta_graph = meta_graph
         op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
         self._library = FunctionLibrary(meta_graph.graph_def.library, op_defs)
-        self._context = Context(self._library, ResourceManager())
+        self._context = Context(self._library, ResourceManager(), file_access=UNRESTRICTED if allow_file_access
+                                else FileAccess.confined(export_dir, output_dir))
+        self._assets = self._read_assets()
         self._graph = _graph_spec(meta_graph, op_defs, self._library, self._context.resources)
         self._variables_by_node: dict[int, Variable] = {}
         self._resources_by_node: dict[int, object] = {}
@@ -235,26 +249,43 @@ class Model:
     def asset_paths(self) -> list[Path]:
         """The path of each asset file of the model (its copy under `assets/`), in the order
         of the MetaGraphDef's AssetFileDefs, which asset objects refer to by index."""
-        return [self.export_dir / "assets" / asset.filename for asset in self._asset_file_defs]
+        return [path for _, path in self._assets]
 
-    @functools.cached_property
-    def _asset_file_defs(self) -> list[meta_graph_pb2.AssetFileDef]:
-        """Parsed once: the init op's feeds and every captured asset object read them."""
+    def _read_assets(self) -> list[tuple[meta_graph_pb2.AssetFileDef, Path]]:
+        """Each AssetFileDef with the path of its copy, parsed and checked once, at load: the
+        init op's feeds and every captured asset object read them."""
         if self._meta_graph.asset_file_def:
-            return list(self._meta_graph.asset_file_def)
+            found = [(asset, f"asset_file_def {i}{self._asset_objects(i)}")
+                     for i, asset in enumerate(self._meta_graph.asset_file_def)]
+        else:
+            found = self._collection_assets()
+        return [(asset, asset_path(self.export_dir, asset.filename, origin, self._context.file_access))
+                for asset, origin in found]
+
+    def _asset_objects(self, index: int) -> str:
+        """The object-graph assets that refer to AssetFileDef `index`, for errors."""
+        paths = _object_paths(self._meta_graph.object_graph_def.nodes)
+        named = [paths.get(node_id, f"object {node_id}")
+                 for node_id, node in enumerate(self._meta_graph.object_graph_def.nodes)
+                 if node.HasField("asset") and node.asset.asset_file_def_index == index]
+        return f", asset object {', '.join(named)}" if named else ""
+
+    def _collection_assets(self) -> list[tuple[meta_graph_pb2.AssetFileDef, str]]:
+        """The AssetFileDefs of a TensorFlow 1 export's `saved_model_assets` collection."""
         collection = self._meta_graph.collection_def.get(ASSETS_COLLECTION)
         assets = []
         where = f"{self.export_dir}: collection {ASSETS_COLLECTION!r}"
-        for packed in collection.any_list.value if collection is not None else ():
+        for i, packed in enumerate(collection.any_list.value if collection is not None else ()):
             if packed.type_url.rsplit(".", 1)[-1] != "AssetFileDef":
                 raise FileFormatError(f"{where} holds a {packed.type_url}, not an AssetFileDef")
-            assets.append(parse_message(packed.value, meta_graph_pb2.AssetFileDef, where))
+            assets.append((parse_message(packed.value, meta_graph_pb2.AssetFileDef, where),
+                           f"collection {ASSETS_COLLECTION!r}, item {i}"))
         return assets
 
     def _asset_feeds(self) -> dict[Ref, np.ndarray]:
         """The path of each asset's copy, for the placeholder its AssetFileDef names."""
         feeds = {}
-        for asset, path in zip(self._asset_file_defs, self.asset_paths()):
+        for asset, path in self._assets:
             ref = _parse_ref(asset.tensor_info.name)
             if ref[0] not in self._graph.nodes:
                 raise FileFormatError(f"{self.export_dir}: asset {asset.filename!r} names tensor "
@@ -348,7 +379,10 @@ class Signature:
         if self._plan is None:
             self._plan = self._model._compile([_parse_ref(s.tensor_name) for s in self.inputs.values()],
                                               [_parse_ref(s.tensor_name) for s in self.outputs.values()])
-        results = self._model._run(self._plan, values)
+        try:
+            results = self._model._run(self._plan, values)
+        except DeadlineExceededError as err:
+            raise DeadlineExceededError(f"signature {self.name!r}: {err}") from None
         return {key: np.asarray(value) for key, value in zip(self.outputs, results)}
 
     def _reject(self, feeds: dict):

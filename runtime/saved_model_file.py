@@ -98,3 +98,17 @@ def signatures(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[SignatureInfo]:
                           tuple(TensorSpecInfo.from_proto(k, sig.inputs[k]) for k in sorted(sig.inputs)),
                           tuple(TensorSpecInfo.from_proto(k, sig.outputs[k]) for k in sorted(sig.outputs)))
             for key, sig in sorted(meta_graph.signature_def.items())]
+
+
+def needed_nodes(by_name: dict, roots: list[str]) -> set[str]:
+    """The names of `roots` and of every node they depend on (data or control inputs) in a
+    GraphDef's nodes by name; names the graph lacks are skipped."""
+    needed: set[str] = set()
+    stack = list(roots)
+    while stack:
+        name = stack.pop()
+        if name in needed or name not in by_name:
+            continue
+        needed.add(name)
+        stack += [text.lstrip("^").split(":")[0] for text in by_name[name].input]
+    return needed

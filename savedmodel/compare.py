@@ -88,5 +88,6 @@ def _distance(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple[f
     return float(np.max(diff)), float(np.max(rel)), close
 
 
-def run_ours(export_dir: Path, signature: str, feeds: dict, tags) -> dict[str, np.ndarray]:
-    return load(export_dir, tags).signatures[signature](**feeds)
+def run_ours(export_dir: Path, signature: str, feeds: dict, tags,
+             allow_file_access: bool = False) -> dict[str, np.ndarray]:
+    return load(export_dir, tags, allow_file_access=allow_file_access).signatures[signature](**feeds)

@@ -14,6 +14,7 @@ from pathlib import Path
 from savedmodel.protos import meta_graph_pb2, types_pb2
 from savedmodel.runtime import dtypes, registry, structure
 from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.file_access import file_system_ops
 from savedmodel.runtime.saved_model_file import format_tags, read_saved_model, signatures, tag_set
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto
@@ -40,7 +41,8 @@ def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict]) 
             "signatures": [_signature(s) for s in signatures(meta_graph)],
             "functions": _functions(meta_graph),
             "variables": variables,
-            "ops": op_counts(meta_graph)}
+            "ops": op_counts(meta_graph),
+            "file_system_ops": file_system_ops(meta_graph)}
 
 
 def _signature(info) -> dict:

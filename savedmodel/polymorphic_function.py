@@ -293,6 +293,8 @@ class ConcreteFunction:
         plan, run_context = self._plan()[0], self._run_context
         try:
             results = executor.run(plan, values, run_context)
+        except executor.LIMIT_ERRORS:
+            raise
         except SavedModelError as err:
             raise InvalidArgumentError(str(err)) from None
         return self._pack([EagerTensor(np.asarray(r), t.dtype)

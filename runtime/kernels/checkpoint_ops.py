@@ -1,4 +1,8 @@
-"""Ops of saver graphs: saving tensors to a checkpoint, merging shards, restoring."""
+"""Ops of saver graphs: saving tensors to a checkpoint, merging shards, restoring.
+
+Every checkpoint prefix is checked against the execution context's file-access policy
+(runtime.file_access): a loaded model restores from its own `variables/` and writes only where
+the caller lets it."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,13 +11,22 @@ from savedmodel.runtime.bundle_writer import merge_bundles, write_bundle
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.kernels.util import check
 from savedmodel.runtime.registry import kernel
-from savedmodel.runtime.tensor_bundle import BundleReader
+from savedmodel.runtime.tensor_bundle import BundleReader, index_path
 from savedmodel.runtime.tensor_proto import string_text
 
 
-@kernel("RestoreV2", stateful=True)
-def restore_v2(prefix, tensor_names, shape_and_slices, *, dtypes, **_):
-    reader = BundleReader(string_text(prefix))
+def _prefix(ctx, prefix, op: str, write: bool = False) -> str:
+    """A checkpoint prefix the context lets `op` read (or write): the prefix and its index
+    file (which could be a link elsewhere) are checked."""
+    text = string_text(prefix)
+    ctx.file_access.check(text, op, write)
+    ctx.file_access.check(index_path(text), op, write)
+    return text
+
+
+@kernel("RestoreV2", context=True, stateful=True)
+def restore_v2(ctx, prefix, tensor_names, shape_and_slices, *, dtypes, **_):
+    reader = BundleReader(_prefix(ctx, prefix, "RestoreV2"))
     names = [string_text(n) for n in np.asarray(tensor_names).ravel()]
     slices = [string_text(s) for s in np.asarray(shape_and_slices).ravel()]
     check(len(names) == len(dtypes) == len(slices),
@@ -28,8 +41,8 @@ def restore_v2(prefix, tensor_names, shape_and_slices, *, dtypes, **_):
     return tuple(values)
 
 
-@kernel("SaveV2", stateful=True)
-def save_v2(prefix, tensor_names, shape_and_slices, *tensors, dtypes=(), **_):
+@kernel("SaveV2", context=True, stateful=True)
+def save_v2(ctx, prefix, tensor_names, shape_and_slices, *tensors, dtypes=(), **_):
     names = [string_text(n) for n in np.asarray(tensor_names).ravel()]
     slices = [string_text(s) for s in np.asarray(shape_and_slices).ravel()]
     check(len(names) == len(slices) == len(tensors),
@@ -39,16 +52,18 @@ def save_v2(prefix, tensor_names, shape_and_slices, *tensors, dtypes=(), **_):
     check(not any(slices), "SaveV2: saving partitioned slices is not supported")
     check(len(set(names)) == len(names), "SaveV2: tensor names must be unique")
     try:
-        write_bundle(string_text(prefix), dict(zip(names, tensors)))
+        write_bundle(_prefix(ctx, prefix, "SaveV2", write=True), dict(zip(names, tensors)))
     except (TypeError, ValueError) as err:
         raise KernelError(f"SaveV2: {err}") from None
     return ()
 
 
-@kernel("MergeV2Checkpoints", stateful=True)
-def merge_v2_checkpoints(checkpoint_prefixes, destination_prefix, *, delete_old_dirs=True,
+@kernel("MergeV2Checkpoints", context=True, stateful=True)
+def merge_v2_checkpoints(ctx, checkpoint_prefixes, destination_prefix, *, delete_old_dirs=True,
                          allow_missing_files=False, **_):
-    merge_bundles([string_text(p) for p in np.asarray(checkpoint_prefixes).ravel()],
-                  string_text(destination_prefix), delete_old_dirs=delete_old_dirs,
+    """The sources are deleted once merged, so they must be writable as well."""
+    merge_bundles([_prefix(ctx, p, "MergeV2Checkpoints", write=True)
+                   for p in np.asarray(checkpoint_prefixes).ravel()],
+                  _prefix(ctx, destination_prefix, "MergeV2Checkpoints", write=True), delete_old_dirs=delete_old_dirs,
                   allow_missing=allow_missing_files)
     return ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from savedmodel.runtime import deadline
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.executor import reraise, run_nested, start_loop
 from savedmodel.runtime.registry import kernel
@@ -44,7 +45,8 @@ def while_(ctx, *loop_vars, cond, body, **_):
     """The plans are looked up once per loop, not once per iteration, and the body's
     loop-invariant steps (see plan.LoopBody) run once, before the first iteration. The
     iterations call the plans' generated functions directly: the checks `run_nested` makes
-    on every call hold for every iteration once they hold for the first."""
+    on every call hold for every iteration once they hold for the first. The time limit of
+    the call (runtime.deadline) is checked once per iteration."""
     cond_plan = ctx.library.plan(cond.name)
     values = loop_vars
     if not truth(run_nested(cond_plan, values, ctx)[0]):
@@ -56,10 +58,15 @@ def while_(ctx, *loop_vars, cond, body, **_):
         raise KernelError(f"{body_plan.where} takes {len(body_plan.feeds)} and returns "
                           f"{len(body_plan.fetches)} values for {len(values)} loop variables")
     run_body, run_cond = body_plan.straight_line, cond_plan.straight_line
+    limit = deadline.current()
+    iteration = 0
     try:
         while True:
             values = run_body(values, ctx, rest)
             if not truth(run_cond(values, ctx, None)[0]):
                 return tuple(values)
+            if limit is not None:
+                iteration += 1
+                limit.check(f"{body_plan.where}, iteration {iteration}")
     except Exception as err:  # noqa: BLE001  (named by the plan and node that failed)
         reraise(err, body_plan, cond_plan)

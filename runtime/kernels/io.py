@@ -1,7 +1,10 @@
-"""File ops: ReadFile, and the file reading that table initializers share with it.
+"""File ops: ReadFile and WriteFile, and the file reading that table initializers share with
+them.
 
 A model reads the files its graph names (usually its own assets, whose paths the loader
-feeds); a file that cannot be read is an error naming it, never an empty result.
+feeds); a file that cannot be read is an error naming it, never an empty result. Every path
+goes through `checked_path`, so the execution context's file-access policy
+(runtime.file_access) decides which files a loaded model may touch.
 """
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from savedmodel.runtime.bundle_writer import AtomicFiles
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.registry import kernel
 from savedmodel.runtime.tensor_proto import string_text
@@ -20,6 +24,11 @@ def scalar_path(filename, op: str) -> Path:
         raise KernelError(f"{op}: the file name must be a scalar string, got shape "
                           f"{list(np.shape(filename))}")
     return Path(string_text(filename))
+
+
+def checked_path(ctx, filename, op: str, write: bool = False) -> Path:
+    """The path in a scalar string tensor, if the context lets `op` read it (or write it)."""
+    return ctx.file_access.check(scalar_path(filename, op), op, write)
 
 
 def read_bytes(path: Path, op: str) -> bytes:
@@ -35,6 +44,24 @@ def read_bytes(path: Path, op: str) -> bytes:
         raise KernelError(f"{op}: {path}: {err.strerror or err}") from None
 
 
-@kernel("ReadFile")
-def read_file(filename, **_):
-    return (np.array(read_bytes(scalar_path(filename, "ReadFile"), "ReadFile"), dtype=object),)
+@kernel("ReadFile", context=True)
+def read_file(ctx, filename, **_):
+    return (np.array(read_bytes(checked_path(ctx, filename, "ReadFile"), "ReadFile"), dtype=object),)
+
+
+@kernel("WriteFile", context=True, stateful=True)
+def write_file(ctx, filename, contents, **_):
+    """Write a scalar string to a file, creating missing directories, as TensorFlow does; the
+    file is written under a temporary name and renamed into place."""
+    path = checked_path(ctx, filename, "WriteFile", write=True)
+    if np.ndim(contents) != 0:
+        raise KernelError(f"WriteFile: contents must be a scalar string, got shape {list(np.shape(contents))}")
+    data = np.asarray(contents).item()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with AtomicFiles() as files:
+            files.write(path, lambda out: out.write(data if isinstance(data, bytes) else str(data).encode()))
+            files.commit()
+    except OSError as err:
+        raise KernelError(f"WriteFile: {path}: {err.strerror or err}") from None
+    return ()

@@ -15,7 +15,7 @@ import numpy as np
 
 from savedmodel.runtime import dtypes
 from savedmodel.runtime.errors import KernelError
-from savedmodel.runtime.kernels.io import read_bytes, scalar_path
+from savedmodel.runtime.kernels.io import checked_path, read_bytes
 from savedmodel.runtime.kernels.strings import parse_float, parse_int
 from savedmodel.runtime.kernels.util import check
 from savedmodel.runtime.registry import kernel
@@ -184,8 +184,8 @@ LINE_NUMBER = -1
 WHOLE_LINE = -2
 
 
-@kernel("InitializeTableFromTextFileV2", stateful=True)
-def initialize_table_from_text_file(handle, filename, *, key_index, value_index, vocab_size=-1,
+@kernel("InitializeTableFromTextFileV2", context=True, stateful=True)
+def initialize_table_from_text_file(ctx, handle, filename, *, key_index, value_index, vocab_size=-1,
                                     delimiter="\t", offset=0, **_):
     """Each line of the file gives one key and one value: a column (split at `delimiter`),
     the whole line (WHOLE_LINE) or the line number plus `offset` (LINE_NUMBER). A table that
@@ -194,7 +194,7 @@ def initialize_table_from_text_file(handle, filename, *, key_index, value_index,
     check(len(delimiter.encode("utf-8", "surrogateescape")) == 1,
           f"InitializeTableFromTextFileV2: delimiter should be one character, got {delimiter!r}")
     _check_text_columns(table, key_index, value_index)
-    path = scalar_path(filename, "InitializeTableFromTextFileV2")
+    path = checked_path(ctx, filename, "InitializeTableFromTextFileV2")
     lines = _lines(read_bytes(path, "InitializeTableFromTextFileV2"), path)
     if not table.initialized:
         columns = _TextColumns(path, key_index, value_index, delimiter, offset)

@@ -38,6 +38,7 @@ from savedmodel.polymorphic_function import call_node, type_text
 from savedmodel.protos import function_pb2, op_def_pb2, saved_object_graph_pb2
 from savedmodel.runtime import structure
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
+from savedmodel.runtime.executor import LIMIT_ERRORS
 from savedmodel.runtime.loader import Model
 from savedmodel.saved_model.function_names import RenamedLibrary
 from savedmodel.saved_model.loaded_arguments import (
@@ -206,6 +207,8 @@ class RestoredConcreteFunction(Trackable):
             self._feeds = [feeder() for feeder in self._feeders]
         try:
             outputs = self._model.call_function(self._name, flat + self._feeds)
+        except LIMIT_ERRORS:
+            raise
         except SavedModelError as err:
             raise InvalidArgumentError(str(err)) from None
         tensors = iter([EagerTensor(np.asarray(value), spec.dtype)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from savedmodel.protos import graph_pb2, meta_graph_pb2, saved_model_pb2
-from savedmodel.runtime.saved_model_file import find_meta_graph, format_tags, tag_set
+from savedmodel.runtime.saved_model_file import find_meta_graph, format_tags, needed_nodes, tag_set
 from savedmodel.runtime.tensor_proto import shape_from_proto
 from savedmodel.views.body import Body, Library, Port, ViewError, graph_inputs, graph_ref
 from savedmodel.views.values import dtype_name
@@ -86,7 +86,7 @@ def _signature_selection(graph_def: graph_pb2.GraphDef, library: Library, key: s
             if ref.node not in by_name:
                 raise ViewError(f"{where}: {k!r} names tensor {tensor!r}, which is not in the graph")
             roots.append(ref.node)
-    needed = _needed(by_name, roots)
+    needed = needed_nodes(by_name, roots)
     nodes = tuple(node for node in graph_def.node if node.name in needed)
     pruned = graph_pb2.GraphDef(node=nodes)
     if graph_def.HasField("versions"):
@@ -94,18 +94,6 @@ def _signature_selection(graph_def: graph_pb2.GraphDef, library: Library, key: s
     pruned.library.function.extend(library.functions[name] for name in library.reachable(nodes))
     body = Body("signature", key, nodes, inputs, outputs, graph_inputs(nodes, where))
     return Selection(body, library, pruned)
-
-
-def _needed(by_name: dict, roots: list[str]) -> set[str]:
-    needed: set[str] = set()
-    stack = list(roots)
-    while stack:
-        name = stack.pop()
-        if name in needed or name not in by_name:
-            continue
-        needed.add(name)
-        stack += [text.lstrip("^").split(":")[0] for text in by_name[name].input]
-    return needed
 
 
 def _tensor_names(info: meta_graph_pb2.TensorInfo) -> list[str]:
