@@ -160,7 +160,8 @@ class AtomicFiles:
                 for directory in directories:
                     fsync_directory(directory)
             temp, final = self._pending[0]
-            os.replace(temp, final)
+            with naming_full_disk(final):
+                os.replace(temp, final)
             self._pending.pop(0)
         for directory in directories:
             fsync_directory(directory)

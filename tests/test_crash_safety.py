@@ -167,6 +167,18 @@ def _written_versions(directory: Path, shards: tuple) -> dict[str, dict]:
 @pytest.mark.parametrize("shards", [(None, None), (True, True), (None, True)],
                          ids=["1-over-1-shard", "2-over-2-shards", "2-over-1-shard"])
 def test_checkpoint_write_over_a_checkpoint_survives_any_kill(tmp_path, shards):
+    _every_kill(_overwrite(tmp_path, shards, _tensors), tmp_path)
+
+
+def test_tensorflow_reads_what_any_kill_leaves_of_an_overwritten_checkpoint(tf, tmp_path):
+    def read(prefix: Path) -> dict[str, np.ndarray]:
+        reader = tf.train.load_checkpoint(str(prefix))
+        return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()}
+    _every_kill(_overwrite(tmp_path, (None, None), read), tmp_path)
+
+
+def _overwrite(tmp_path: Path, shards: tuple, read: Callable[[Path], dict]) -> Callable[[Path], Writer]:
+    """A Writer factory: Checkpoint.write over a checkpoint, the versions told apart by `read`."""
     versions = _written_versions(tmp_path, shards)
     new_files = {p.name.replace("reference-new", "ckpt") for p in tmp_path.glob("reference-new*")}
 
@@ -175,9 +187,8 @@ def test_checkpoint_write_over_a_checkpoint_survives_any_kill(tmp_path, shards):
         old.write(directory / "ckpt", old_options)
         new, new_options = _checkpoint(NEW, shards[1])
         return Writer(lambda: new.write(directory / "ckpt", new_options),
-                      lambda: _which(_tensors(directory / "ckpt"), versions), lambda: new_files)
-
-    _every_kill(make, tmp_path)
+                      lambda: _which(read(directory / "ckpt"), versions), lambda: new_files)
+    return make
 
 
 def test_checkpoint_save_survives_any_kill(tmp_path):
