@@ -56,9 +56,11 @@ def leftover_name(final: Path, kind: str) -> Path:
     return final.with_name(f".{final.name}.{kind}-{os.getpid()}-{secrets.token_hex(6)}")
 
 
-def stale_leftovers(final: Path, kind: str, targets: str | None = None) -> list[Path]:
-    """Leftovers of killed writes to `final` (or, with `targets`, to any name in its directory
-    that regular expression matches): names `leftover_name` gives, whose process is gone."""
+def stale_leftovers(final: Path, kinds: tuple[str, ...] = ("tmp", "old"),
+                    targets: str | None = None) -> list[Path]:
+    """Leftovers of killed writes to `final`, or with `targets` to any name in its directory
+    that this regular expression matches: names `leftover_name` gives (of these `kinds`) whose
+    process is gone."""
     targets = re.compile(targets or re.escape(final.name))
     try:
         names = os.listdir(final.parent)
@@ -67,16 +69,16 @@ def stale_leftovers(final: Path, kind: str, targets: str | None = None) -> list[
     found = []
     for name in names:
         match = _LEFTOVER.fullmatch(name)
-        if (match and match["kind"] == kind and targets.fullmatch(match["target"])
+        if (match and match["kind"] in kinds and targets.fullmatch(match["target"])
                 and not _alive(int(match["pid"]))):
             found.append(final.with_name(name))
     return found
 
 
 def remove_stale_leftovers(final: Path, targets: str | None = None) -> None:
-    """Remove the stale `tmp` and `old` leftovers of `final` (or of `targets`: see
-    `stale_leftovers`), files or directories."""
-    for path in stale_leftovers(final, "tmp", targets) + stale_leftovers(final, "old", targets):
+    """Remove the stale leftovers (files or directories) of `final` or `targets`
+    (see `stale_leftovers`)."""
+    for path in stale_leftovers(final, targets=targets):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
         else:
@@ -276,7 +278,7 @@ def recover_directory(destination: Path) -> None:
     """Undo a killed `replace_directory` that had moved the old directory aside (the path is
     missing: move it back), then remove the stale leftovers of writes to `destination`."""
     if not os.path.lexists(destination):
-        for old in stale_leftovers(destination, "old"):
+        for old in stale_leftovers(destination, ("old",)):
             os.rename(old, destination)
             fsync_directory(destination.parent)
             break

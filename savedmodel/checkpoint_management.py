@@ -8,9 +8,10 @@ round-trip floats), atomically, so `tf.train.latest_checkpoint` and `tf.train.ge
 ours and we read theirs.
 
 Crash safety: checkpoints and the state file are written atomically (see
-`savedmodel.runtime.atomic_files`), and the manager records the new state before it deletes
-old checkpoints (index first), so after a kill at any point every checkpoint the state file
-lists is complete.
+`savedmodel.runtime.atomic_files`). As TensorFlow's does, the manager records the new
+checkpoint as the latest before it deletes old ones (index first) and again after: a kill leaves
+the latest checkpoint complete, and a checkpoint being deleted still listed, so that the next
+manager of the directory finishes deleting it instead of leaving it behind.
 """
 from __future__ import annotations
 
@@ -244,10 +245,9 @@ class CheckpointManager:
         self._kept.pop(path, None)
         self._kept[path] = time.time()
         self._latest = path
-        doomed = self._sweep()
         self._record_state()
-        for prefix in doomed:
-            delete_checkpoint(prefix)
+        self._sweep()
+        self._record_state()
         return path
 
     def restore_or_initialize(self) -> str | None:
@@ -257,18 +257,16 @@ class CheckpointManager:
         self._checkpoint.restore(self._latest)
         return self._latest
 
-    def _sweep(self) -> list[str]:
-        """Drop the checkpoints beyond max_to_keep from the kept list; return those to delete
-        (deleted only once the state file no longer lists them)."""
-        doomed = []
-        while self._max_to_keep is not None and len(self._kept) > self._max_to_keep:
+    def _sweep(self) -> None:
+        if self._max_to_keep is None:
+            return
+        while len(self._kept) > self._max_to_keep:
             path = next(iter(self._kept))
             stamp = self._kept.pop(path)
             if self._keep_hours and stamp - self._keep_hours * 3600 >= self._last_preserved:
                 self._last_preserved = stamp
                 continue
-            doomed.append(path)
-        return doomed
+            delete_checkpoint(path)
 
     def _record_state(self) -> None:
         update_checkpoint_state(self._directory, self._latest, list(self._kept),

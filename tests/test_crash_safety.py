@@ -103,6 +103,8 @@ class Writer:
     write: Callable[[], object]
     state: Callable[[], str]
     clean: Callable[[], set[str]]
+    again: Callable[[], object] | None = None
+    """The write after a kill, when not `write` (e.g. by a restarted program)."""
 
 
 def _every_kill(make: Callable[[Path], Writer], tmp_path: Path) -> None:
@@ -123,7 +125,7 @@ def _every_kill(make: Callable[[Path], Writer], tmp_path: Path) -> None:
         else:
             _kill_at_random(writer.write, seconds, rng)
         seen.add(writer.state())
-        writer.write()
+        (writer.again or writer.write)()
         assert writer.state() == "new"
         assert _listing(tmp_path / f"trial{trial}") == writer.clean(), f"kill {trial + 1}"
     assert {"old", "new"} <= seen
@@ -206,28 +208,47 @@ def test_checkpoint_save_survives_any_kill(tmp_path):
 
 
 def test_checkpoint_manager_save_and_deletion_survive_any_kill(tmp_path):
+    """After a kill, the program restarts: a new manager restores the latest checkpoint and
+    saves; then the directory holds the state file and the checkpoints it lists, nothing else
+    (what the kill left of a checkpoint being deleted is gone too)."""
     versions = {"old": {"a": OLD}, "new": {"a": NEW}}
 
     def make(directory: Path) -> Writer:
-        manager = sm.train.CheckpointManager(sm.train.Checkpoint(a=sm.Variable(OLD)), directory,
-                                             max_to_keep=2)
+        manager = _manager(directory)
         manager.save()
         manager.save()
         manager.checkpoint.a.assign(NEW)
-        return Writer(manager.save, lambda: _latest(directory, versions, listed=2),
-                      lambda: {"checkpoint", *_bundle_names("ckpt-2"), *_bundle_names("ckpt-3")})
+        return Writer(manager.save, lambda: _latest(directory, versions),
+                      lambda: _listed_files(directory), lambda: _restart(directory))
 
     _every_kill(make, tmp_path)
 
 
-def _latest(directory: Path, versions: dict, listed: int | None = None) -> str:
-    """Which version the state file's latest checkpoint holds; every checkpoint it lists is
-    complete (`listed` of them)."""
+def _manager(directory: Path) -> sm.train.CheckpointManager:
+    return sm.train.CheckpointManager(sm.train.Checkpoint(a=sm.Variable(OLD)), directory,
+                                      max_to_keep=2)
+
+
+def _restart(directory: Path) -> None:
+    manager = _manager(directory)
+    manager.restore_or_initialize()
+    manager.checkpoint.a.assign(NEW)
+    manager.save()
+
+
+def _listed_files(directory: Path) -> set[str]:
     state = sm.train.get_checkpoint_state(directory)
-    if listed is not None:
-        assert len(state.all_model_checkpoint_paths) == listed
+    return {"checkpoint"} | {name for path in state.all_model_checkpoint_paths
+                             for name in _bundle_names(Path(path).name)}
+
+
+def _latest(directory: Path, versions: dict) -> str:
+    """Which version the state file's latest checkpoint holds; the others it lists are
+    complete too, but for one being deleted (its index goes first)."""
+    state = sm.train.get_checkpoint_state(directory)
     for path in state.all_model_checkpoint_paths:
-        _tensors(Path(path))
+        if index_path(path).exists():
+            _tensors(Path(path))
     found = _tensors(Path(state.model_checkpoint_path))
     return _which({"a": found["a/.ATTRIBUTES/VARIABLE_VALUE"]}, versions)
 
