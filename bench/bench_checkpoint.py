@@ -70,8 +70,8 @@ def setup_write_ours(prefix: str):
 def setup_write_ours_unsynced(prefix: str):
     """Our writer with fsync switched off in this process only: the format work alone, on
     the same terms as TensorFlow's writer, which does not sync."""
-    from savedmodel.runtime import bundle_writer
-    bundle_writer._datasync = os.fsync = lambda fd: None
+    from savedmodel.runtime import atomic_files
+    atomic_files._datasync = os.fsync = lambda fd: None
     return setup_write_ours(prefix)
 
 

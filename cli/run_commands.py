@@ -3,8 +3,6 @@ TensorFlow."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -14,6 +12,7 @@ from savedmodel.cli.errors import reports_errors
 from savedmodel.compare import differences, import_tensorflow, random_feeds, run_ours, run_tensorflow
 from savedmodel.input_specs import InputSpecError, parse_input_exprs, parse_inputs
 from savedmodel.runtime import load, time_limit
+from savedmodel.runtime.atomic_files import write_file
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -79,10 +78,7 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
         value = outputs[key]
         if value.dtype == object:
             value = value.astype(bytes)
-        handle, scratch = tempfile.mkstemp(dir=outdir, suffix=".npy.tmp")
-        with os.fdopen(handle, "wb") as f:
-            np.save(f, value, allow_pickle=False)
-        os.replace(scratch, path)
+        write_file(path, lambda out, value=value: np.save(out, value, allow_pickle=False))
         click.echo(f"{key}: {path}")
 
 

@@ -1,20 +1,26 @@
 """Writer for TensorFlow's tensor bundle: data shards of raw little-endian bytes plus the `.index`.
 
 Entries, header and table layout are what TensorFlow writes, so TensorFlow reads our checkpoints
-and, for the same tensors in the same order, our `.index` is byte-identical to its own. Writes are
-crash safe: every file goes to a temporary name in its directory, is fsynced, and only once all
-are complete are they renamed into place, data shards first and the index last; on an error the
-temporary files are removed. Numeric tensors are written and checksummed straight from the
-caller's array (no copy unless it is not contiguous or not little-endian).
+and, for the same tensors in the same order, our `.index` is byte-identical to its own. Numeric
+tensors are written and checksummed straight from the caller's array (no copy unless it is not
+contiguous or not little-endian).
+
+Writes are crash safe (see `atomic_files`): every file goes to a temporary name in its
+directory, is fsynced, and only once all are complete are they renamed into place, data shards
+first and the index last, so that a kill at any point leaves `prefix` naming a complete bundle,
+the old one or the new one. The index names its shards by fixed names
+(`prefix.data-<i>-of-<n>`), so new shards with the old ones' names cannot simply replace them
+while the old index is in place: overwriting a bundle of as many shards first turns the old one
+into a bridge, the same tensors under one shard more (hard links to the old shards, an empty
+last shard, an index saying n+1 shards), and only then renames the new files in. Shards the new
+index does not name (of the old bundle, or of a bridge) are removed last.
 """
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
+import re
 import struct
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,6 +30,7 @@ import numpy as np
 
 from savedmodel.protos import tensor_bundle_pb2
 from savedmodel.runtime import dtypes
+from savedmodel.runtime.atomic_files import AtomicFiles, remove_stale_leftovers
 from savedmodel.runtime.checksums import crc32c, mask
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.table_writer import write_table
@@ -32,130 +39,6 @@ from savedmodel.runtime.varint import encode_varint
 
 BUNDLE_VERSION = 1
 """The `producer` version TensorFlow stamps into every bundle header."""
-EAGER_SYNC_BYTES = 32 << 20
-"""Bytes written between background syncs of a large file (see _DurableWriter)."""
-
-
-class AtomicFiles:
-    """Files created under temporary names and renamed into place together on `commit`.
-
-    Used as a context manager: leaving the block without committing (an exception) removes
-    every temporary file, so a failed write leaves nothing behind under a final name."""
-
-    def __init__(self) -> None:
-        self._pending: list[tuple[Path, Path]] = []
-
-    def __enter__(self) -> AtomicFiles:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for temp, _ in self._pending:
-            temp.unlink(missing_ok=True)
-        self._pending.clear()
-
-    def temp_for(self, final: str | Path) -> Path:
-        """Reserve a fresh temporary name beside `final` that `commit` will rename to it."""
-        final = Path(final)
-        temp = final.with_name(f"{final.name}.tmp{secrets.token_hex(6)}")
-        self._pending.append((temp, final))
-        return temp
-
-    def write(self, final: str | Path, fill) -> None:
-        """Create the temporary file for `final`, let `fill(file)` write it, then fsync it."""
-        with open(self.temp_for(final), "xb") as out:
-            durable = _DurableWriter(out)
-            try:
-                fill(durable)
-            finally:
-                durable.wait()
-            durable.sync()
-
-    def link_or_copy(self, source: Path, final: Path) -> None:
-        """Give `final`'s temporary name the contents of `source` (a hard link when possible).
-
-        Nothing is needed when `source` is `final` itself (and a rename between two links of
-        one file would do nothing, leaving the temporary name behind)."""
-        if Path(source).resolve() == Path(final).resolve():
-            return
-        temp = self.temp_for(final)
-        try:
-            os.link(source, temp)
-        except OSError:
-            shutil.copyfile(source, temp)
-        with open(temp, "rb+") as out:
-            os.fsync(out.fileno())
-
-    def commit(self) -> None:
-        """Rename every file into place in creation order, then make the renames durable."""
-        directories = {final.parent for _, final in self._pending}
-        while self._pending:
-            temp, final = self._pending[0]
-            os.replace(temp, final)
-            self._pending.pop(0)
-        for directory in directories:
-            fsync_directory(directory)
-
-
-class _DurableWriter:
-    """A file whose bytes start going to disk while later ones are still being written.
-
-    After every EAGER_SYNC_BYTES written, an fdatasync is started in a background thread
-    (unless one is still running), so the fsync that ends the file has little left to wait
-    for instead of the whole disk write of a large checkpoint."""
-
-    def __init__(self, out: BinaryIO):
-        self._out = out
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future | None = None
-        self._unsynced = 0
-
-    def write(self, data) -> None:
-        view = memoryview(data)
-        for start in range(0, len(view), EAGER_SYNC_BYTES):
-            piece = view[start:start + EAGER_SYNC_BYTES]
-            self._out.write(piece)
-            self._unsynced += len(piece)
-            if self._unsynced >= EAGER_SYNC_BYTES and not self._syncing():
-                self._start_sync()
-
-    def _syncing(self) -> bool:
-        return self._pending is not None and not self._pending.done()
-
-    def _start_sync(self) -> None:
-        if self._pending is not None:
-            self._pending.result()
-        self._out.flush()
-        self._pool = self._pool or ThreadPoolExecutor(1, thread_name_prefix="bundle-sync")
-        self._pending = self._pool.submit(_datasync, self._out.fileno())
-        self._unsynced = 0
-
-    def wait(self) -> None:
-        """Let the background sync finish (re-raising its error); needed before closing."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-        if self._pending is not None:
-            self._pending.result()
-
-    def sync(self) -> None:
-        self._out.flush()
-        os.fsync(self._out.fileno())
-
-
-_datasync = getattr(os, "fdatasync", os.fsync)
-
-
-def fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @dataclass
@@ -187,7 +70,7 @@ def write_bundle(prefix: str | Path, tensors: Mapping[str, np.ndarray], *,
             files.write(shard_path(prefix, shard, num_shards), partial(_write_chunks, members))
         write_index(files, prefix, num_shards,
                     [(t.key, t.entry.SerializeToString()) for t in prepared])
-        files.commit()
+        commit_bundle(files, prefix, num_shards)
 
 
 def write_index(files: AtomicFiles, prefix: str | Path, num_shards: int,
@@ -197,6 +80,54 @@ def write_index(files: AtomicFiles, prefix: str | Path, num_shards: int,
     header.version.producer = BUNDLE_VERSION
     table = [(HEADER_KEY, header.SerializeToString())] + sorted(records)
     files.write(index_path(prefix), lambda out: write_table(out, table))
+
+
+def commit_bundle(files: AtomicFiles, prefix: str | Path, num_shards: int) -> None:
+    """Rename a bundle's temporary files (shards, then the index) into place over whatever
+    bundle `prefix` holds, bridging it first when needed (see the module docstring)."""
+    old = _readable_bundle(prefix)
+    if old is not None and old.header.num_shards == num_shards:
+        _bridge(old)
+    files.commit()
+    _remove_unnamed_shards(prefix, num_shards)
+
+
+def _readable_bundle(prefix: str | Path) -> BundleReader | None:
+    """The bundle at `prefix`, or None when there is none worth keeping (no or a damaged index)."""
+    if not index_path(prefix).is_file():
+        return None
+    try:
+        return BundleReader(prefix)
+    except (FileFormatError, OSError):
+        return None
+
+
+def _bridge(old: BundleReader) -> None:
+    """Make `old.prefix` name the same tensors under shard names of one shard more."""
+    count = old.header.num_shards
+    with AtomicFiles() as files:
+        try:
+            for shard in range(count):
+                files.link_or_copy(shard_path(old.prefix, shard, count),
+                                   shard_path(old.prefix, shard, count + 1))
+        except FileNotFoundError:
+            return  # a shard is missing: the old bundle is incomplete, nothing to keep
+        files.write(shard_path(old.prefix, count, count + 1), lambda out: None)
+        write_index(files, old.prefix, count + 1,
+                    [(key, entry.SerializeToString()) for key, entry in old.raw_entries()])
+        files.commit()
+
+
+def _remove_unnamed_shards(prefix: str | Path, num_shards: int) -> None:
+    """Remove the data shards of `prefix` that a bundle of `num_shards` shards does not name,
+    and the stale temporary files of any shard of `prefix` (a killed bridge's, for one)."""
+    prefix = Path(prefix)
+    shard = re.compile(re.escape(prefix.name) + r"\.data-\d{5}-of-(\d{5})")
+    remove_stale_leftovers(prefix, shard.pattern)
+    for name in os.listdir(prefix.parent):
+        match = shard.fullmatch(name)
+        if match and int(match[1]) != num_shards:
+            (prefix.parent / name).unlink(missing_ok=True)
 
 
 def _place(prepared: list[_Tensor], limit: int | None) -> int:
@@ -288,7 +219,7 @@ def merge_bundles(prefixes: Iterable[str | Path], destination: str | Path, *,
             files.link_or_copy(source_shard, target)
         write_index(files, destination, total,
                     [(key, entry.SerializeToString()) for key, entry in merged.items()])
-        files.commit()
+        commit_bundle(files, destination, total)
     _remove_sources(sources, source_shards, set(targets) | {index_path(destination)}, delete_old_dirs)
 
 

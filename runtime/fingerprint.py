@@ -44,7 +44,7 @@ import secrets
 from pathlib import Path
 
 from savedmodel.protos import fingerprint_pb2, graph_pb2, saved_model_pb2, types_pb2
-from savedmodel.runtime.bundle_writer import AtomicFiles
+from savedmodel.runtime.atomic_files import AtomicFiles
 from savedmodel.runtime.deterministic_proto import cpp_deterministic_bytes
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.farmhash import fingerprint64, fingerprint_cat64

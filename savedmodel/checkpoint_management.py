@@ -6,18 +6,24 @@ Paths inside are relative to the directory (absolute ones are kept as they are).
 as TensorFlow's text format does (one field per line, C-escaped UTF-8 strings, shortest
 round-trip floats), atomically, so `tf.train.latest_checkpoint` and `tf.train.get_checkpoint_state` read
 ours and we read theirs.
+
+Crash safety: checkpoints and the state file are written atomically (see
+`savedmodel.runtime.atomic_files`). As TensorFlow's does, the manager records the new
+checkpoint as the latest before it deletes old ones (index first) and again after: a kill leaves
+the latest checkpoint complete, and a checkpoint being deleted still listed, so that the next
+manager of the directory finishes deleting it instead of leaving it behind.
 """
 from __future__ import annotations
 
 import glob
 import os
 import re
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from savedmodel.runtime.atomic_files import write_file
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.tensor_bundle import index_path
 
@@ -89,8 +95,10 @@ def update_checkpoint_state(save_dir: str | os.PathLike, model_checkpoint_path: 
               for t in all_model_checkpoint_timestamps or ()]
     if last_preserved_timestamp is not None:
         lines.append(f"last_preserved_timestamp: {float(last_preserved_timestamp)!r}")
-    _write_atomically(os.path.join(directory, latest_filename or STATE_FILENAME),
-                      "".join(line + "\n" for line in lines).encode("utf-8"))
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    os.makedirs(directory or ".", exist_ok=True)
+    write_file(os.path.join(directory, latest_filename or STATE_FILENAME),
+               lambda out: out.write(data))
 
 
 def parse_state(data: bytes, where: str) -> CheckpointState:
@@ -161,24 +169,9 @@ def _relative(directory: str, path: str) -> str:
     return os.path.relpath(os.path.abspath(path), os.path.abspath(directory))
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-
-
 def delete_checkpoint(prefix: str) -> None:
-    """Remove a checkpoint's index and data shards (whatever of them exists)."""
+    """Remove a checkpoint's index, then its data shards (whatever of them exists): a kill
+    part-way leaves only shards, never an index naming missing ones."""
     pattern = glob.escape(prefix) + ".data-?????-of-?????"
     for path in [str(index_path(prefix)), *glob.glob(pattern)]:
         try:

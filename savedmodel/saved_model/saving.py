@@ -4,24 +4,25 @@
 
 The whole model is built in memory first (object graph, signatures, exported graph, checkpoint),
 so that anything that cannot be saved is reported before a file is touched. Then it is written
-into a fresh hidden directory beside `export_dir` (`saved_model.pb`, `variables/`, `assets/`,
-`fingerprint.pb`) and renamed into place:
+into a fresh hidden directory beside `export_dir` (`.<name>.tmp-*`: `saved_model.pb`,
+`variables/`, `assets/`, `fingerprint.pb`) and put in place by `atomic_files.replace_directory`:
 
 - a missing or empty `export_dir` is replaced by the new directory in one rename;
-- an existing SavedModel is moved aside, the new one renamed in, and the old one deleted (a
-  crash between the two renames leaves no model at `export_dir` and the complete old one beside
-  it, `.<name>.old-*`); TensorFlow overwrites such a directory file by file instead;
+- an existing SavedModel is swapped with the new one in one step (Linux's RENAME_EXCHANGE) and
+  then deleted, so `export_dir` always holds a complete model, the old one or the new one.
+  Where the system cannot swap, the old one is renamed aside first (`.<name>.old-*`); a kill
+  between the two renames leaves no model at `export_dir`, and the next save moves the old one
+  back before it starts. TensorFlow overwrites such a directory file by file instead;
 - a directory holding anything besides a SavedModel is refused rather than replaced, so that
   saving cannot delete other files;
 - a symbolic link is followed: the directory it points to is the one replaced.
 
-A failure or a kill part-way thus never leaves a half-written model at `export_dir`; a kill may
-leave a `.<name>.tmp-*` directory beside it.
+A failure, a full disk (DiskFullError naming `export_dir`) or a kill part-way thus never leaves
+a half-written model at `export_dir`; what a kill leaves beside it is removed by the next save.
 """
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,7 +30,9 @@ from typing import Any
 
 from savedmodel import context
 from savedmodel.protos import meta_graph_pb2, saved_model_pb2
-from savedmodel.runtime.bundle_writer import AtomicFiles, fsync_directory, write_bundle
+from savedmodel.runtime.atomic_files import (AtomicFiles, leftover_name, naming_full_disk,
+                                             recover_directory, replace_directory)
+from savedmodel.runtime.bundle_writer import write_bundle
 from savedmodel.runtime.fingerprint import write_fingerprint
 from savedmodel.saved_model import exported_graph
 from savedmodel.saved_model.assets import Asset
@@ -60,6 +63,7 @@ def save(obj: Trackable, export_dir: str | os.PathLike, signatures: Any = None,
                          f"subclass of the `Trackable` class, for export. Got {obj!r} with "
                          f"type {type(obj)}.")
     destination = Path(os.path.realpath(os.fspath(export_dir)))
+    recover_directory(destination)
     _check_destination(destination)
     model, checkpoint, assets = build(obj, signatures)
     _write(destination, model, checkpoint, assets)
@@ -131,42 +135,33 @@ def _check_destination(destination: Path) -> None:
 def _write(destination: Path, model: saved_model_pb2.SavedModel,
            checkpoint: Mapping, assets: Mapping[str, Path]) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
-    temp = _sibling(destination, "tmp")
-    temp.mkdir()
+    temp = leftover_name(destination, "tmp")
     try:
-        write_bundle(temp / "variables" / "variables", checkpoint)
-        if assets:
-            (temp / "assets").mkdir()
-        with AtomicFiles() as files:
-            for name, source in assets.items():
-                files.write(temp / "assets" / name, lambda out, source=source: _copy(source, out))
-            files.write(temp / "saved_model.pb",
-                        lambda out: out.write(model.SerializeToString(deterministic=True)))
-            files.commit()
-        write_fingerprint(temp, model)
-        _replace(temp, destination)
+        with naming_full_disk(destination):
+            _fill(temp, model, checkpoint, assets)
+            replace_directory(temp, destination)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
+
+
+def _fill(temp: Path, model: saved_model_pb2.SavedModel, checkpoint: Mapping,
+          assets: Mapping[str, Path]) -> None:
+    """Write the model's files into the new directory `temp`."""
+    temp.mkdir()
+    write_bundle(temp / "variables" / "variables", checkpoint)
+    if assets:
+        (temp / "assets").mkdir()
+    with AtomicFiles() as files:
+        for name, source in assets.items():
+            files.write(temp / "assets" / name, lambda out, source=source: _copy(source, out))
+        files.write(temp / "saved_model.pb",
+                    lambda out: out.write(model.SerializeToString(deterministic=True)))
+        files.commit()
+    write_fingerprint(temp, model)
 
 
 def _copy(source: Path, out) -> None:
     with open(source, "rb") as data:
         while chunk := data.read(1 << 20):
             out.write(chunk)
-
-
-def _sibling(destination: Path, kind: str) -> Path:
-    return destination.with_name(f".{destination.name}.{kind}-{secrets.token_hex(6)}")
-
-
-def _replace(temp: Path, destination: Path) -> None:
-    """Put the finished model at `destination` (see the module docstring)."""
-    if destination.is_dir() and any(destination.iterdir()):
-        old = _sibling(destination, "old")
-        os.rename(destination, old)
-        os.rename(temp, destination)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(temp, destination)
-    fsync_directory(destination.parent)

@@ -1,10 +1,9 @@
 """One entry point for every view format, and writing a rendering to a file safely."""
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 
+from savedmodel.runtime import atomic_files
 from savedmodel.views.body import ViewError
 from savedmodel.views.dot import render_dot
 from savedmodel.views.jsonview import render_json
@@ -29,15 +28,9 @@ def render(selection: Selection, fmt: str = "text", *, expand: bool = False,
 
 
 def write_file(path: str | Path, text: str) -> None:
-    """Write `text` to `path` under a temporary name in the same directory, then rename it into
-    place, so readers never see a half-written file and a failure leaves any old file intact."""
-    path = Path(path)
-    scratch = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    """Write `text` to `path` atomically (`atomic_files`): readers never see a half-written
+    file, and a failure leaves any old file intact."""
     try:
-        handle = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(scratch, path)
+        atomic_files.write_file(path, lambda out: out.write(text.encode("utf-8")))
     except OSError as err:
-        scratch.unlink(missing_ok=True)
         raise ViewError(f"{path}: cannot write ({err.strerror or err})") from None
