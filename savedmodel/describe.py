@@ -31,14 +31,15 @@ def describe_model(export_dir: str | Path) -> dict:
     export_dir = Path(export_dir)
     model = read_saved_model(export_dir)
     variables = _variables(export_dir)
+    where = str(export_dir / "saved_model.pb")
     return {"schema": SHOW_SCHEMA, "path": str(export_dir),
-            "meta_graphs": [_meta_graph(m, variables) for m in model.meta_graphs]}
+            "meta_graphs": [_meta_graph(m, variables, where) for m in model.meta_graphs]}
 
 
-def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict]) -> dict:
+def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict], where: str) -> dict:
     return {"tags": sorted(tag_set(meta_graph)),
             "signatures": [_signature(s) for s in signatures(meta_graph)],
-            "functions": _functions(meta_graph),
+            "functions": _functions(meta_graph, where),
             "variables": variables,
             "ops": op_counts(meta_graph)}
 
@@ -56,12 +57,16 @@ def _shape(shape) -> list | None:
     return None if shape is None else list(shape)
 
 
-def _functions(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[dict]:
+def _functions(meta_graph: meta_graph_pb2.MetaGraphDef, where: str) -> list[dict]:
+    """The root object's saved functions (what saved_model_cli lists as "Defined Functions")."""
     objects = meta_graph.object_graph_def
     found = []
     if not len(objects.nodes):
         return found
     for child in objects.nodes[0].children:
+        if not 0 <= child.node_id < len(objects.nodes):
+            raise FileFormatError(f"{where}: the root object's child {child.local_name!r} is node "
+                                  f"{child.node_id} of an object graph of {len(objects.nodes)} nodes")
         node = objects.nodes[child.node_id]
         if node.HasField("function"):
             found.append({"name": child.local_name, "concrete_functions": [
