@@ -7,9 +7,12 @@ runs a graph or needs TensorFlow.
 """
 from __future__ import annotations
 
+import difflib
 import math
 from collections import Counter
 from pathlib import Path
+
+import numpy as np
 
 from savedmodel.protos import meta_graph_pb2, types_pb2
 from savedmodel.runtime import dtypes, registry, structure
@@ -141,10 +144,40 @@ def checkpoint_prefix(path: str | Path) -> Path:
         if latest is not None:
             return latest
         raise FileFormatError(f"{path}: a directory without a SavedModel's variables or a "
-                              "`checkpoint` state file")
+                              f"`checkpoint` state file{_prefixes_hint(path)}")
     if index_path(path).is_file():
         return path
     raise FileFormatError(f"{path}: no checkpoint here (no {index_path(path).name})")
+
+
+def _prefixes_hint(directory: Path) -> str:
+    """`; did you mean DIR/ckpt?` when the directory holds checkpoints (their `.index` files)
+    without a state file naming one, as a SavedModel's `variables/` directory does."""
+    prefixes = sorted(str(p.with_suffix("")) for p in directory.glob("*.index") if p.is_file())
+    if not prefixes:
+        return ""
+    if len(prefixes) == 1:
+        return f"; did you mean {prefixes[0]}?"
+    return f"; it holds the checkpoints {', '.join(prefixes)}: name one"
+
+
+def checkpoint_tensor(path: str | Path, key: str) -> np.ndarray:
+    """The value of one tensor of the checkpoint at `path` (as for checkpoint_prefix); an
+    unknown key names the keys it abbreviates (`model/big` for
+    `model/big/.ATTRIBUTES/VARIABLE_VALUE`) or resembles."""
+    reader = BundleReader(checkpoint_prefix(path))
+    if key not in reader.entries:
+        raise KeyError(f"{index_path(reader.prefix)}: no tensor named {key!r}{_keys_hint(key, reader.keys())}")
+    return reader.read(key)
+
+
+def _keys_hint(key: str, keys: list[str]) -> str:
+    below = [k for k in keys if k.startswith(key.rstrip("/") + "/")]
+    candidates = below[:5] if below else difflib.get_close_matches(key, keys, n=3)
+    if not candidates:
+        return ""
+    more = f" (and {len(below) - 5} more)" if len(below) > 5 else ""
+    return f"; did you mean {' or '.join(repr(k) for k in candidates)}{more}?"
 
 
 def _latest_from_state_file(directory: Path) -> Path | None:
