@@ -14,12 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from savedmodel.protos import meta_graph_pb2, types_pb2
+from savedmodel.protos import function_pb2, meta_graph_pb2, types_pb2
 from savedmodel.runtime import dtypes, registry, structure
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.saved_model_file import format_tags, read_saved_model, signatures, tag_set
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto
+from savedmodel.views.body import Library
 
 SHOW_SCHEMA = "savedmodel.show/1"
 OPS_SCHEMA = "savedmodel.ops/1"
@@ -66,15 +67,43 @@ def _functions(meta_graph: meta_graph_pb2.MetaGraphDef, where: str) -> list[dict
     found = []
     if not len(objects.nodes):
         return found
-    for child in objects.nodes[0].children:
+    order = _load_order(meta_graph.graph_def.library)
+    for child in sorted(objects.nodes[0].children, key=lambda c: c.local_name):
         if not 0 <= child.node_id < len(objects.nodes):
             raise FileFormatError(f"{where}: the root object's child {child.local_name!r} is node "
                                   f"{child.node_id} of an object graph of {len(objects.nodes)} nodes")
         node = objects.nodes[child.node_id]
         if node.HasField("function"):
+            names = sorted(node.function.concrete_functions, key=lambda n: order.get(n, len(order)))
             found.append({"name": child.local_name, "concrete_functions": [
-                _concrete(name, objects.concrete_functions.get(name)) for name in node.function.concrete_functions]})
+                _concrete(name, objects.concrete_functions.get(name)) for name in names]})
     return found
+
+
+def _load_order(library: function_pb2.FunctionDefLibrary) -> dict[str, int]:
+    """Each library function's position in the order TensorFlow's loader recreates them
+    (function_deserialization._sort_function_defs: callees first, the last ready function
+    next). saved_model_cli lists a function's concrete functions sorted by their names after
+    loading, which end in ids given in this order, so listing them in it prints what
+    saved_model_cli prints (while the ids have equally many digits)."""
+    names = [f.signature.name for f in library.function]
+    calls = Library.of(library)
+    callers: dict[str, list[str]] = {name: [] for name in names}
+    waiting = Counter()
+    for function in library.function:
+        for callee in {c for node in function.node_def for _, c in calls.callees(node) if c in callers}:
+            callers[callee].append(function.signature.name)
+            waiting[function.signature.name] += 1
+    ready = [name for name in names if not waiting[name]]
+    order: dict[str, int] = {}
+    while ready:
+        name = ready.pop()
+        order[name] = len(order)
+        for caller in callers[name]:
+            waiting[caller] -= 1
+            if not waiting[caller]:
+                ready.append(caller)
+    return order
 
 
 def _concrete(name: str, saved) -> dict:
