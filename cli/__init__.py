@@ -2,8 +2,8 @@
 TensorFlow.
 
 A thin client of `savedmodel.runtime` and the inspection modules: commands parse arguments, call
-the library and format its answers. Errors caused by the input are one line on stderr and exit
-status 1; stdout carries only results.
+the library and format its answers. Every failure is one line on stderr and exit status 1
+(cli.errors), usage errors exit with 2 (click's convention); stdout carries only results.
 """
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ def main() -> None:
     """Inspect, run and compare TensorFlow SavedModels and checkpoints without TensorFlow.
 
     `savedmodel demo` shows the whole round trip: trace, save, show, run, load.
+
+    Exit status: 0 on success; 1 on an error (one line on stderr starting with `Error:`, never
+    a traceback; `compare` also exits with 1 when outputs differ); 2 on a usage error (an
+    unknown option, a missing or invalid argument). Results go to stdout, and a reader that
+    stops early (`| head`) is no error.
     """
 
 

@@ -9,9 +9,8 @@ import numpy as np
 
 from savedmodel.cli.errors import reports_errors
 from savedmodel.cli.show import size_text
-from savedmodel.describe import checkpoint_prefix, describe_checkpoint, describe_ops, diff_models
+from savedmodel.describe import checkpoint_tensor, describe_checkpoint, describe_ops, diff_models
 from savedmodel.runtime.saved_model_file import format_tags
-from savedmodel.runtime.tensor_bundle import BundleReader
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -46,7 +45,7 @@ def ckpt(path: Path, tensor: str | None, as_json: bool) -> None:
     """Tensors of the checkpoint at PATH: a prefix, its .index file, a directory with a
     `checkpoint` state file (its latest checkpoint), or a SavedModel directory."""
     if tensor is not None:
-        value = BundleReader(checkpoint_prefix(path)).read(tensor)
+        value = checkpoint_tensor(path, tensor)
         if as_json:
             click.echo(json.dumps({"key": tensor, "dtype": str(value.dtype), "shape": list(value.shape),
                                    "value": _json_value(value)}))

@@ -159,7 +159,7 @@ def _structure_text(value: dict) -> str:
     kind, content = next(iter(value.items()))
     if kind == "tensor_spec":
         shape = content["shape"]
-        shape_text = "None" if shape is None else "(" + ", ".join(
+        shape_text = "<unknown>" if shape is None else "(" + ", ".join(
             "None" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
         name = "None" if content["name"] is None else repr(content["name"])
         return f"{content['name'] or 'arg'}: TensorSpec(shape={shape_text}, dtype=tf.{content['dtype']}, name={name})"

@@ -7,6 +7,17 @@ functions, the dtypes, `sm.nn`/`sm.math`/`sm.random`, ...) is imported on first 
 module `__getattr__`. Names follow TensorFlow's; `sm.print` is `tf.print`.
 """
 import importlib
+import os
+
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_CHECKOUT, "pyproject.toml")) and os.path.isfile(
+        os.path.join(_CHECKOUT, "runtime", "__init__.py")):
+    # A source checkout: pyproject maps savedmodel.runtime, .protos and .cli to the folders
+    # runtime/, protos/ and cli/ beside this one. Python started in the checkout's root imports
+    # this folder as `savedmodel` (the current directory comes first on sys.path), shadowing any
+    # installed copy, so the package also searches the root for its subpackages: the README's
+    # snippets then run from the root whether the package was installed editable or not.
+    __path__.append(_CHECKOUT)
 
 _LAZY = {
     "Module": ("savedmodel.module", "Module"),

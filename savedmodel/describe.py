@@ -7,17 +7,21 @@ runs a graph or needs TensorFlow.
 """
 from __future__ import annotations
 
+import difflib
 import math
 from collections import Counter
 from pathlib import Path
 
-from savedmodel.protos import meta_graph_pb2, types_pb2
+import numpy as np
+
+from savedmodel.protos import function_pb2, meta_graph_pb2, types_pb2
 from savedmodel.runtime import dtypes, registry, structure
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.file_access import file_system_ops
 from savedmodel.runtime.saved_model_file import format_tags, read_saved_model, signatures, tag_set
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto
+from savedmodel.views.body import Library
 
 SHOW_SCHEMA = "savedmodel.show/1"
 OPS_SCHEMA = "savedmodel.ops/1"
@@ -32,14 +36,15 @@ def describe_model(export_dir: str | Path) -> dict:
     export_dir = Path(export_dir)
     model = read_saved_model(export_dir)
     variables = _variables(export_dir)
+    where = str(export_dir / "saved_model.pb")
     return {"schema": SHOW_SCHEMA, "path": str(export_dir),
-            "meta_graphs": [_meta_graph(m, variables) for m in model.meta_graphs]}
+            "meta_graphs": [_meta_graph(m, variables, where) for m in model.meta_graphs]}
 
 
-def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict]) -> dict:
+def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict], where: str) -> dict:
     return {"tags": sorted(tag_set(meta_graph)),
             "signatures": [_signature(s) for s in signatures(meta_graph)],
-            "functions": _functions(meta_graph),
+            "functions": _functions(meta_graph, where),
             "variables": variables,
             "ops": op_counts(meta_graph),
             "file_system_ops": file_system_ops(meta_graph)}
@@ -58,17 +63,49 @@ def _shape(shape) -> list | None:
     return None if shape is None else list(shape)
 
 
-def _functions(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[dict]:
+def _functions(meta_graph: meta_graph_pb2.MetaGraphDef, where: str) -> list[dict]:
+    """The root object's saved functions (what saved_model_cli lists as "Defined Functions")."""
     objects = meta_graph.object_graph_def
     found = []
     if not len(objects.nodes):
         return found
-    for child in objects.nodes[0].children:
+    order = _load_order(meta_graph.graph_def.library)
+    for child in sorted(objects.nodes[0].children, key=lambda c: c.local_name):
+        if not 0 <= child.node_id < len(objects.nodes):
+            raise FileFormatError(f"{where}: the root object's child {child.local_name!r} is node "
+                                  f"{child.node_id} of an object graph of {len(objects.nodes)} nodes")
         node = objects.nodes[child.node_id]
         if node.HasField("function"):
+            names = sorted(node.function.concrete_functions, key=lambda n: order.get(n, len(order)))
             found.append({"name": child.local_name, "concrete_functions": [
-                _concrete(name, objects.concrete_functions.get(name)) for name in node.function.concrete_functions]})
+                _concrete(name, objects.concrete_functions.get(name)) for name in names]})
     return found
+
+
+def _load_order(library: function_pb2.FunctionDefLibrary) -> dict[str, int]:
+    """Each library function's position in the order TensorFlow's loader recreates them
+    (function_deserialization._sort_function_defs: callees first, the last ready function
+    next). saved_model_cli lists a function's concrete functions sorted by their names after
+    loading, which end in ids given in this order, so listing them in it prints what
+    saved_model_cli prints (while the ids have equally many digits)."""
+    names = [f.signature.name for f in library.function]
+    calls = Library.of(library)
+    callers: dict[str, list[str]] = {name: [] for name in names}
+    waiting = Counter()
+    for function in library.function:
+        for callee in {c for node in function.node_def for _, c in calls.callees(node) if c in callers}:
+            callers[callee].append(function.signature.name)
+            waiting[function.signature.name] += 1
+    ready = [name for name in names if not waiting[name]]
+    order: dict[str, int] = {}
+    while ready:
+        name = ready.pop()
+        order[name] = len(order)
+        for caller in callers[name]:
+            waiting[caller] -= 1
+            if not waiting[caller]:
+                ready.append(caller)
+    return order
 
 
 def _concrete(name: str, saved) -> dict:
@@ -138,10 +175,40 @@ def checkpoint_prefix(path: str | Path) -> Path:
         if latest is not None:
             return latest
         raise FileFormatError(f"{path}: a directory without a SavedModel's variables or a "
-                              "`checkpoint` state file")
+                              f"`checkpoint` state file{_prefixes_hint(path)}")
     if index_path(path).is_file():
         return path
     raise FileFormatError(f"{path}: no checkpoint here (no {index_path(path).name})")
+
+
+def _prefixes_hint(directory: Path) -> str:
+    """`; did you mean DIR/ckpt?` when the directory holds checkpoints (their `.index` files)
+    without a state file naming one, as a SavedModel's `variables/` directory does."""
+    prefixes = sorted(str(p.with_suffix("")) for p in directory.glob("*.index") if p.is_file())
+    if not prefixes:
+        return ""
+    if len(prefixes) == 1:
+        return f"; did you mean {prefixes[0]}?"
+    return f"; it holds the checkpoints {', '.join(prefixes)}: name one"
+
+
+def checkpoint_tensor(path: str | Path, key: str) -> np.ndarray:
+    """The value of one tensor of the checkpoint at `path` (as for checkpoint_prefix); an
+    unknown key names the keys it abbreviates (`model/big` for
+    `model/big/.ATTRIBUTES/VARIABLE_VALUE`) or resembles."""
+    reader = BundleReader(checkpoint_prefix(path))
+    if key not in reader.entries:
+        raise KeyError(f"{index_path(reader.prefix)}: no tensor named {key!r}{_keys_hint(key, reader.keys())}")
+    return reader.read(key)
+
+
+def _keys_hint(key: str, keys: list[str]) -> str:
+    below = [k for k in keys if k.startswith(key.rstrip("/") + "/")]
+    candidates = below[:5] if below else difflib.get_close_matches(key, keys, n=3)
+    if not candidates:
+        return ""
+    more = f" (and {len(below) - 5} more)" if len(below) > 5 else ""
+    return f"; did you mean {' or '.join(repr(k) for k in candidates)}{more}?"
 
 
 def _latest_from_state_file(directory: Path) -> Path | None:

@@ -26,14 +26,24 @@ def parse_inputs(spec: str | None) -> dict[str, np.ndarray]:
 
 def parse_input_exprs(spec: str | None) -> dict:
     """`name=<python literal>;...` -> values by input name."""
-    values = {}
-    for name, text in _assignments(spec, "--input-exprs"):
-        try:
-            values[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise InputSpecError(f"--input-exprs: the value of {name!r} is not a Python literal: "
-                                 f"{text!r}") from None
-    return values
+    return {name: _literal(name, text) for name, text in _assignments(spec, "--input-exprs")}
+
+
+def _literal(name: str, text: str):
+    """The value of one literal. Python's parser gives up on deep nesting (thousands of unary
+    operators or `**` in a row) with RecursionError or MemoryError: a command-line argument is
+    at most 128 KiB, so either means the nesting, never a real lack of memory."""
+    try:
+        return ast.literal_eval(ast.parse(text, mode="eval"))
+    except (ValueError, TypeError, SyntaxError):  # TypeError: an unhashable key, {[1]: 2}
+        problem = "is not a Python literal"
+    except (RecursionError, MemoryError):
+        problem = "is nested too deeply to parse as a Python literal"
+    raise InputSpecError(f"--input-exprs: the value of {name!r} {problem}: {_elided(text)!r}")
+
+
+def _elided(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _assignments(spec: str | None, option: str) -> list[tuple[str, str]]:

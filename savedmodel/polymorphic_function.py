@@ -128,7 +128,7 @@ class Function:
         """The trace for these arguments (tensors or TensorSpecs), tracing if needed."""
         if self._spec.input_signature is not None and not args and not kwargs:
             return self._signature_trace()
-        return self._concrete_for(args, kwargs)[0]
+        return self._concrete_for(args, kwargs, specs=True)[0]
 
     def experimental_get_tracing_count(self) -> int:
         return len(self._concrete)
@@ -138,10 +138,12 @@ class Function:
         the only one there is here)."""
         return "\n\n".join(c.pretty_printed_signature() for c in self._concrete)
 
-    def _concrete_for(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[Argument]]:
+    def _concrete_for(self, args: tuple, kwargs: dict,
+                      specs: bool = False) -> tuple[ConcreteFunction, list[Argument]]:
+        """The trace for a call (`specs`: for get_concrete_function, which also takes specs)."""
         arguments = self._spec.bind(args, kwargs)
         if self._spec.input_signature is not None:
-            arguments = cast_to_signature(self._spec, arguments, args, kwargs)
+            arguments = cast_to_signature(self._spec, arguments, args, kwargs, specs)
             return self._signature_trace(), arguments
         key = arguments_key(arguments)
         found = self._traces.get(key)

@@ -216,6 +216,15 @@ def _pack(inputs: Inputs, attrs: dict) -> list[TensorShape]:
     return [TensorShape(dims)]
 
 
+def _string_join(inputs: Inputs, attrs: dict) -> list[TensorShape]:
+    """Scalars join with anything; the other inputs must have one shape (no broadcasting)."""
+    shape = SCALAR if all(t.shape.rank == 0 for t in inputs) else UNKNOWN
+    for tensor in inputs:
+        if tensor.shape.rank != 0:
+            shape = _merged(shape, tensor.shape)
+    return [shape]
+
+
 def _from_shape_input(index: int) -> ShapeFunction:
     def infer_shape(inputs: Inputs, attrs: dict) -> list[TensorShape]:
         value = constant_value(inputs[index])
@@ -376,8 +385,8 @@ def _tile(inputs: Inputs, attrs: dict) -> list[TensorShape]:
 _SAME = ("Identity", "StopGradient", "Neg", "Abs", "Sqrt", "Rsqrt", "Exp", "Log", "Square",
          "Tanh", "Sigmoid", "Sign", "Floor", "Ceil", "Round", "Reciprocal", "Sin", "Cos",
          "LogicalNot", "Cast", "ZerosLike", "OnesLike", "Relu", "Softmax", "BiasAdd",
-         "MatrixSetDiagV3")
-_BROADCAST = ("AddV2", "Sub", "Mul", "RealDiv", "Div", "FloorDiv", "FloorMod", "Pow", "Maximum",
+         "MatrixSetDiagV3", "StaticRegexFullMatch")
+_BROADCAST = ("Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "FloorDiv", "FloorMod", "Pow", "Maximum",
               "Minimum", "SquaredDifference", "Greater", "GreaterEqual", "Less", "LessEqual",
               "Equal", "NotEqual", "LogicalAnd", "LogicalOr", "SelectV2")
 
@@ -390,6 +399,7 @@ _FUNCTIONS: dict[str, ShapeFunction] = {
     "BatchMatMulV2": _batch_matmul,
     "Reshape": _reshape,
     "ConcatV2": _concat,
+    "StringJoin": _string_join,
     "Pack": _pack,
     "Fill": _from_shape_input(0),
     "RandomUniform": _from_shape_input(0),

@@ -209,8 +209,10 @@ def _fits_value(new: Any, old: Any) -> bool:
 # ----------------------------------------------------------------------------- input signature
 
 def cast_to_signature(spec: FunctionSpec, arguments: list[Argument], args: tuple,
-                      kwargs: dict) -> list[Argument]:
-    """The arguments as tensors of the input signature's specs, or TensorFlow's error."""
+                      kwargs: dict, specs: bool = False) -> list[Argument]:
+    """The arguments as tensors of the input signature's specs, or TensorFlow's error. With
+    `specs` (get_concrete_function), a TensorSpec argument is taken as TensorFlow takes it:
+    when it has the wanted spec's name and every tensor it describes fits that spec."""
     signature = spec.input_signature
     if len(arguments) != len(signature):
         raise InputSignatureError(
@@ -220,7 +222,7 @@ def cast_to_signature(spec: FunctionSpec, arguments: list[Argument], args: tuple
     out = []
     for argument, wanted in zip(arguments, signature):
         try:
-            value = _cast_value(argument.value, wanted)
+            value = _cast_value(argument.value, wanted, specs)
         except _CannotCast as err:
             listing = ", ".join(f"{a.name}: {s!r}" for a, s in zip(arguments, signature))
             raise InputSignatureError(
@@ -235,7 +237,11 @@ class _CannotCast(Exception):
     """(the value's spec, the wanted spec)"""
 
 
-def _cast_value(value: Any, wanted: Any) -> Any:
+def _cast_value(value: Any, wanted: Any, specs: bool) -> Any:
+    if isinstance(wanted, TensorSpec) and isinstance(value, TensorSpec):
+        if specs and value.name == wanted.name and value.is_subtype_of(wanted):
+            return value
+        raise _CannotCast(value, wanted)
     if isinstance(wanted, TensorSpec):
         tensor = value
         if not isinstance(value, Tensor):
@@ -249,7 +255,7 @@ def _cast_value(value: Any, wanted: Any) -> Any:
     if isinstance(wanted, (list, tuple, dict)):
         if trace_key(_shapeless(value)) != trace_key(_shapeless(wanted)):
             raise _CannotCast(value, wanted)
-        flat = [_cast_value(v, w) for v, w in zip(nest.flatten(value), nest.flatten(wanted))]
+        flat = [_cast_value(v, w, specs) for v, w in zip(nest.flatten(value), nest.flatten(wanted))]
         return nest.pack_sequence_as(value, flat)
     raise _CannotCast(value, wanted)
 

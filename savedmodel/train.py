@@ -15,7 +15,8 @@ from savedmodel.checkpoint_management import (CheckpointManager, CheckpointState
                                               get_checkpoint_state, latest_checkpoint,
                                               update_checkpoint_state)
 from savedmodel.runtime import dtypes
-from savedmodel.runtime.tensor_bundle import BundleReader
+from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.tensor_bundle import BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto
 
 __all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "CheckpointNotFoundError",
@@ -38,8 +39,16 @@ class CheckpointReader:
         return self._bundle.read(key)[()]
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
-        return {key: list(shape_from_proto(entry.shape))
-                for key, entry in self._bundle.entries.items()}
+        return {key: self._shape(key, entry) for key, entry in self._bundle.entries.items()}
+
+    def _shape(self, key: str, entry) -> list[int]:
+        """A stored tensor's shape: a saved tensor always has a defined one, so anything else
+        is a damaged index (TensorFlow's reader fails on it too)."""
+        shape = shape_from_proto(entry.shape)
+        if shape is None or None in shape:
+            raise FileFormatError(f"{index_path(self._bundle.prefix)}: tensor {key!r}: stored shape "
+                                  f"{'of unknown rank' if shape is None else list(shape)} is not fully defined")
+        return list(shape)
 
     def get_variable_to_dtype_map(self) -> dict[str, dtypes.DType]:
         return {key: dtypes.from_enum(entry.dtype) for key, entry in self._bundle.entries.items()}

@@ -23,6 +23,11 @@ CHECKPOINTS = REFERENCE / "checkpoints"
 CHECKPOINT_PREFIXES = [CHECKPOINTS / "single" / "ckpt", CHECKPOINTS / "sharded" / "ckpt",
                        CHECKPOINTS / "managed" / "ckpt-3", CHECKPOINTS / "managed" / "ckpt-4"]
 REQUIRE_TF = os.environ.get("SAVEDMODEL_REQUIRE_TF") == "1"
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+"""TensorFlow, the oracle, runs its own (Eigen) kernels on every CPU: where it picks oneDNN's
+instead (on CPUs with AVX-512, say), their error messages and float summation orders differ,
+and the expected values of the tests would depend on the machine. Set before any import of
+TensorFlow, here or in a subprocess."""
 
 
 def _import_tensorflow():

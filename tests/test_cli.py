@@ -84,6 +84,37 @@ def test_show_matches_saved_model_cli(tf):
         assert _run("show", SEEDS, *args).output == theirs
 
 
+def _unknown_rank_model(tf, export_dir):
+    """A tf.Module with an unknown-rank input signature and a method traced twice."""
+    class Module(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+        def f(self, x):
+            return x * 2.0
+
+        @tf.function
+        def g(self, x, y):
+            return x + y
+
+    module = Module()
+    module.g.get_concrete_function(tf.TensorSpec(None, tf.float32), tf.TensorSpec([2, None], tf.float32))
+    module.g.get_concrete_function(tf.TensorSpec([3], tf.float32), y=tf.TensorSpec([], tf.float32, name="why"))
+    tf.saved_model.save(module, str(export_dir))
+    return export_dir
+
+
+def test_show_all_matches_saved_model_cli(tf, tmp_path):
+    """Signatures and concrete functions as saved_model_cli prints them (then ours adds the
+    variables and a sorted op list where saved_model_cli prints the op set unordered)."""
+    tool = _script("saved_model_cli")
+    for model in (SEEDS, _unknown_rank_model(tf, tmp_path / "unknown_rank")):
+        theirs = subprocess.run([tool, "show", "--dir", str(model), "--all"], capture_output=True,
+                                text=True, check=True).stdout.splitlines()
+        theirs = [line for line in theirs if "contains the following ops:" not in line]
+        ours = _run("show", model, "--all").output.splitlines()
+        end = next(i for i, line in enumerate(ours) if line.startswith(("Variables (", "The MetaGraph")))
+        assert "\n".join(ours[:end]).rstrip() == "\n".join(theirs).rstrip()
+
+
 def test_installed_console_script():
     tool = _script("savedmodel")
     assert tool, "the savedmodel console script is not installed"

@@ -89,6 +89,36 @@ def test_ckpt_prints_one_tensor():
     assert words["value"] == ["alpha", "", "gamma δ"]
 
 
+@pytest.mark.parametrize("path, prefix", [
+    (CHECKPOINTS / "single", CHECKPOINTS / "single" / "ckpt"),
+    (SEEDS / "variables", SEEDS / "variables" / "variables"),
+])
+def test_ckpt_of_a_directory_without_state_file_names_the_prefix(path, prefix):
+    result = _run("ckpt", path)
+    assert result.exit_code == 1
+    assert result.output.strip().endswith(f"state file; did you mean {prefix}?")
+
+
+def test_ckpt_of_a_directory_with_several_checkpoints_lists_them(tmp_path):
+    for name in ("a.index", "b.index"):
+        (tmp_path / name).write_bytes(b"")
+    result = _run("ckpt", tmp_path)
+    assert result.exit_code == 1
+    assert result.output.strip().endswith(f"it holds the checkpoints {tmp_path / 'a'}, {tmp_path / 'b'}: name one")
+
+
+@pytest.mark.parametrize("key, hint", [
+    ("model/big", "; did you mean 'model/big/.ATTRIBUTES/VARIABLE_VALUE'?"),
+    ("model/bgi/.ATTRIBUTES/VARIABLE_VALUE", "; did you mean 'model/big/.ATTRIBUTES/VARIABLE_VALUE' or "),
+    ("nothing like it", ""),
+])
+def test_ckpt_unknown_tensor_suggests_keys(key, hint):
+    result = _run("ckpt", CHECKPOINTS / "single" / "ckpt", "--tensor", key)
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {CHECKPOINTS / 'single' / 'ckpt.index'}: no tensor named {key!r}{hint}")
+    assert hint or result.output.strip().endswith(repr(key))
+
+
 def test_diff_reports_signature_op_and_variable_changes():
     mlp, cnn = (next(p for p in SAVEDMODELS if p.name == n) for n in ("keras_mlp", "keras_cnn"))
     result = json.loads(_ok("diff", mlp, cnn, "--json"))

@@ -344,3 +344,21 @@ def test_closure_tensors_are_captured_inputs():
     assert cf.captured_inputs == [big]
     assert [op.type for op in cf.graph.get_operations()][:2] == ["Placeholder", "Placeholder"]
     assert float(f(sm.constant(1.0))) == 4.0
+
+
+def test_get_concrete_function_takes_specs_as_tensorflow_does(tf):
+    """A spec that fits the input signature selects its trace; others are TensorFlow's error."""
+    def accepted(lib, shape, dtype, name):
+        function = lib.function(lambda x: x + 1.0, input_signature=[lib.TensorSpec([None], lib.float32)])
+        try:
+            concrete = function.get_concrete_function(lib.TensorSpec(shape, getattr(lib, dtype), name=name))
+        except TypeError as err:
+            assert "Can not cast TensorSpec" in str(err)
+            return False
+        assert concrete.structured_input_signature[0][0].shape.as_list() == [None]
+        return True
+
+    cases = [([None], "float32", None), ([3], "float32", None), ([None], "float32", "x"),
+             (None, "float32", None), ([None], "int32", None), ([None, 2], "float32", None)]
+    assert [accepted(sm, *c) for c in cases] == [accepted(tf, *c) for c in cases] == [
+        True, True, False, False, False, False]

@@ -20,6 +20,8 @@ CASES = {
     "constant_dtype": lambda tf: tf.constant([1, 2], dtype=tf.float64),
     "add": lambda tf: tf.add(tf.constant(M), 1.0),
     "add_strings": lambda tf: tf.add(tf.constant(["a"]), tf.constant(["b"])),
+    "string_add": lambda tf: [tf.constant("a") + tf.constant("b"), tf.constant(["a", "b"]) + "c",
+                              tf.add(tf.constant("a"), tf.constant([["x"]]))],
     "subtract": lambda tf: tf.subtract(tf.constant(V), 2),
     "multiply": lambda tf: tf.multiply(tf.constant(M), tf.constant(M)),
     "operators": lambda tf: [tf.constant(V) + 1, 1 - tf.constant(V), tf.constant(V) * 3,
@@ -112,13 +114,36 @@ def test_eager_graph_and_tensorflow_agree(tf, name):
 
 
 @pytest.mark.parametrize("name", ["operators", "comparisons", "where_select", "indexing",
-                                  "reduce_sum", "gather", "softmax"])
+                                  "reduce_sum", "gather", "softmax", "string_add"])
 def test_static_shapes_of_graph_tensors_match_tensorflows(tf, name):
     case = CASES[name]
     ours, theirs = [], []
     sm.function(lambda: ours.extend(t.shape.as_list() for t in _flat(case(sm))))()
     tf.function(lambda: theirs.extend(t.shape.as_list() for t in _flat(case(tf))))()
     assert ours == theirs
+
+
+def test_string_join_and_match_shapes_are_tensorflows(tf):
+    """The string ops the saver builds (StringJoin, StaticRegexFullMatch) infer TensorFlow's
+    static shapes."""
+    from savedmodel.op_builder import apply_op
+
+    def ours():
+        def join(*tensors):
+            return apply_op("StringJoin", [list(tensors)], {"separator": ""})[0]
+        scalar, vector = sm.constant("a"), sm.constant(["x", "y"])
+        match = apply_op("StaticRegexFullMatch", [vector], {"pattern": "a"})[0]
+        return [join(scalar, scalar), join(scalar, vector), join(vector, vector), match]
+
+    def theirs():
+        scalar, vector = tf.constant("a"), tf.constant(["x", "y"])
+        return [tf.strings.join([scalar, scalar]), tf.strings.join([scalar, vector]),
+                tf.strings.join([vector, vector]), tf.strings.regex_full_match(vector, "a")]
+
+    shapes = {}
+    sm.function(lambda: shapes.setdefault("ours", [t.shape.as_list() for t in ours()]))()
+    tf.function(lambda: shapes.setdefault("theirs", [t.shape.as_list() for t in theirs()]))()
+    assert shapes["ours"] == shapes["theirs"] == [[], [2], [2], [2]]
 
 
 def _flat(result) -> list:

@@ -22,7 +22,7 @@ from conftest import DATA, EXTRA_MODELS, GRAPHS, SAVEDMODELS
 from savedmodel.cli.graph import graph
 from savedmodel.protos import attr_value_pb2, function_pb2, graph_pb2, meta_graph_pb2
 from savedmodel.runtime.saved_model_file import read_saved_model
-from savedmodel.views.body import Library
+from savedmodel.views.body import MAX_EXPAND_DEPTH, Library
 from savedmodel.views.diagram import build
 from savedmodel.views.dot import render_dot
 from savedmodel.views.jsonview import SCHEMA, graph_document
@@ -174,8 +174,40 @@ def _recursive_selection() -> Selection:
 def test_expansion_stops_at_recursion():
     selection = _recursive_selection()
     text = render_text(selection, expand=True)
-    assert "    call: @loop (recursive)" in text
-    assert "        f: @loop (recursive)" in text
+    assert "    call: @loop (recursive: @loop -> @loop)" in text
+    assert "        f: @loop (recursive: @loop -> @loop)" in text
+    for fmt in FORMATS:
+        assert render(selection, fmt, expand=True)
+
+
+def _nested_calls(depth: int, cycle: bool = False) -> Selection:
+    """f0 calls f1 ... calls f{depth-1} through PartitionedCall; with `cycle` the last calls f0."""
+    graph_def = graph_pb2.GraphDef()
+    graph_def.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
+    graph_def.node.add(name="top", op="PartitionedCall", input=["x"]).attr["f"].func.name = "f0"
+    for i in range(depth):
+        function = graph_def.library.function.add()
+        function.signature.name = f"f{i}"
+        function.signature.input_arg.add(name="x", type=1)
+        function.signature.output_arg.add(name="y", type=1)
+        callee = f"f{i + 1}" if i + 1 < depth else "f0" if cycle else None
+        if callee is None:
+            function.ret["y"] = "x"
+            continue
+        function.node_def.add(name="call", op="PartitionedCall", input=["x"]).attr["f"].func.name = callee
+        function.ret["y"] = "call:output:0"
+    return select_graph_def(graph_def, "nested")
+
+
+def test_expansion_names_a_cycle_through_several_functions():
+    text = render_text(_nested_calls(3, cycle=True), expand=True)
+    assert "f: @f0 (recursive: @f0 -> @f1 -> @f2 -> @f0)" in text
+
+
+def test_expansion_of_deeply_nested_calls_stops_at_a_depth_limit():
+    selection = _nested_calls(10_000)
+    text = render_text(selection, expand=True)
+    assert f"f: @f{MAX_EXPAND_DEPTH} (not expanded: calls nested deeper than {MAX_EXPAND_DEPTH} levels)" in text
     for fmt in FORMATS:
         assert render(selection, fmt, expand=True)
 

@@ -4,6 +4,7 @@ Usage: python tools/gen_op_docs.py [OUT]   (default: docs/ops.md; a test checks 
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -26,7 +27,10 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> None:
-    out = Path(argv[1]) if len(argv) > 1 else DEFAULT_OUT
+    parser = argparse.ArgumentParser(prog="gen_op_docs.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT,
+                        help="the Markdown file to write (default: docs/ops.md)")
+    out = parser.parse_args(argv[1:]).out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render())
     print(out)

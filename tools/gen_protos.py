@@ -9,6 +9,7 @@ Needs grpcio-tools (the `test` extra), pinned so that output is reproducible.
 """
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 import tempfile
@@ -52,8 +53,10 @@ def generate(out_dir: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> None:
-    out_dir = Path(argv[1]) if len(argv) > 1 else PROTO_DIR
-    for path in generate(out_dir):
+    parser = argparse.ArgumentParser(prog="gen_protos.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=PROTO_DIR,
+                        help="where to write the *_pb2.py and *_pb2.pyi modules (default: protos/, in place)")
+    for path in generate(parser.parse_args(argv[1:]).out_dir):
         print(path)
 
 

@@ -88,6 +88,7 @@ class RestoredConcreteFunction(Trackable):
         self._args = tuple(sm_structure(a) for a in args)
         self._kwargs = {k: sm_structure(v) for k, v in kwargs.items()}
         self._outputs = sm_structure(structure.decode(saved.output_signature, where))
+        _check_output_count(model, name, self._outputs)
         self._captured = [restored for restored, _ in captures]
         self._feeders = [feeder for _, feeder in captures]
         self._feeds: list | None = None
@@ -397,6 +398,16 @@ def _pack(spec: Any, tensors: Iterator[EagerTensor]) -> Any:
     if isinstance(spec, structure.NamedTuple):
         return {name: _pack(item, tensors) for name, item in spec.fields}
     return spec
+
+
+def _check_output_count(model: Model, name: str, outputs: Any) -> None:
+    """The saved output structure must hold one TensorSpec per output of the FunctionDef, or
+    packing the results would run out of tensors or drop some."""
+    declared = len(tensor_specs(outputs))
+    actual = len(model.library.functions[name].signature.output_arg)
+    if declared != actual:
+        raise FileFormatError(f"{model.export_dir}: concrete function {name!r}: the object graph's "
+                              f"output signature holds {declared} tensors, the function returns {actual}")
 
 
 def _capture_spec(captured: Any) -> TensorSpec:

@@ -32,6 +32,11 @@ CALLEE_ATTRS = {
 """The order in which a control-flow or call op's functions are listed; other function-valued
 attrs of any op follow in name order."""
 
+MAX_EXPAND_DEPTH = 64
+"""Calls nested deeper than this are not expanded. Each level indents the text view and nests a
+container in the drawings, so deeper nesting is unreadable anyway, and a hostile file with
+thousands of nested calls must not exhaust Python's stack while it is drawn."""
+
 CALL_LABEL = "call"
 """How a node whose op is itself a library function names its callee."""
 
@@ -127,6 +132,18 @@ class Library:
         resolved = {node.name: tuple(self._function_ref(nodes, text, f"{where}: node {node.name!r}")
                                      for text in node.input) for node in function.node_def}
         return Body("function", name, tuple(function.node_def), inputs, outputs, resolved, control)
+
+    def not_expanded(self, name: str, stack: tuple[str, ...]) -> str | None:
+        """Why the call of `name` made inside the functions `stack` is not expanded, or None
+        when it is: a missing function, a cycle, or nesting beyond MAX_EXPAND_DEPTH."""
+        if name not in self.functions:
+            return "not in the library"
+        if name in stack:
+            cycle = stack[stack.index(name):] + (name,)
+            return "recursive: " + " -> ".join(f"@{f}" for f in cycle)
+        if len(stack) >= MAX_EXPAND_DEPTH:
+            return f"not expanded: calls nested deeper than {MAX_EXPAND_DEPTH} levels"
+        return None
 
     def callees(self, node: node_def_pb2.NodeDef) -> list[tuple[str, str]]:
         """(label, function name) of every function the node calls: the functions its attrs

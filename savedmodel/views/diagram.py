@@ -109,7 +109,7 @@ class _Builder:
 
     def _expand(self, block: Block, node, node_id: str, stack: tuple[str, ...]) -> None:
         for label, name in self.library.callees(node):
-            if name in self.library.functions and name not in stack:
+            if self.library.not_expanded(name, stack) is None:
                 child = self.block(self.library.body(name), f"{node_id}{SEPARATOR}{label}{SEPARATOR}",
                                    f"{label}: @{name}", stack + (name,))
                 block.children.setdefault(node_id, []).append(child)

@@ -29,7 +29,8 @@ Grammar (two spaces of indentation per level)::
 
 A callee's label is the attr naming it (`f`, `then_branch`, `branches[1]`) or `call` for a node
 whose op is the function. A function already being expanded further up is not expanded again
-(` (recursive)`), nor one missing from the library (` (not in the library)`).
+(` (recursive: @f -> @g -> @f)`, naming the cycle), nor one missing from the library
+(` (not in the library)`), nor calls nested deeper than `body.MAX_EXPAND_DEPTH` levels.
 """
 from __future__ import annotations
 
@@ -163,10 +164,9 @@ class _Printer:
 
     def callee(self, label: str, name: str, depth: int, stack: tuple[str, ...]) -> None:
         pad = INDENT * depth
-        if name not in self.library.functions:
-            self.lines.append(f"{pad}{label}: @{name} (not in the library)")
-        elif name in stack:
-            self.lines.append(f"{pad}{label}: @{name} (recursive)")
+        reason = self.library.not_expanded(name, stack)
+        if reason is not None:
+            self.lines.append(f"{pad}{label}: @{name} ({reason})")
         else:
             callee = self.library.body(name)
             self.lines.append(f"{pad}{label}: @{name}{params(callee)}")
