@@ -32,9 +32,6 @@ TensorFlow, here or in a subprocess."""
 
 def _import_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    # TensorFlow swaps in oneDNN kernels on some CPUs (AVX-512 ones among them), whose error
-    # messages and summation orders differ from its own kernels; the oracle is TensorFlow's own.
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     try:
         return importlib.import_module("tensorflow")
     except ImportError as err:
