@@ -1,0 +1,604 @@
+//! Reader for TensorFlow's tensor bundle: a checkpoint's `.index` table plus its data shards.
+//!
+//! The index maps each key to a BundleEntryProto (dtype, shape, shard, offset, size, masked
+//! CRC32C); the empty key holds the BundleHeaderProto. Shards
+//! (`<prefix>.data-0000i-of-0000n`) hold raw little-endian tensor bytes; a string tensor is its
+//! varint lengths, a masked CRC32C of those lengths (as little-endian u32s), then the bytes.
+//! A partitioned tensor's entry lists slices; each slice is a record of its own under a key in
+//! TensorFlow's order-preserving code (see [`slice_key`]).
+//!
+//! Shapes and extents are checked against each other and against the shard files before
+//! anything is allocated, and every checksum is verified, so a damaged file is an error naming
+//! file and key. Shards are memory-mapped once per reader and each tensor is copied out once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use prost::Message;
+
+use crate::checksum::{crc32c, crc32c_append, mask};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::mmap::Mapped;
+use crate::protos::{bundle_header_proto::Endianness, BundleEntryProto, BundleHeaderProto};
+use crate::protos::{tensor_slice_proto::extent::HasLengthHack, TensorSliceProto};
+use crate::table::{read_table, Record};
+use crate::tensor::{element_count, Storage, Tensor};
+use crate::tensor_proto::defined_shape;
+use crate::wire::{le_array, read_varint};
+
+/// The key under which TensorFlow stores a checkpoint's object graph.
+pub const OBJECT_GRAPH_KEY: &str = "_CHECKPOINTABLE_OBJECT_GRAPH";
+
+/// Random access to the tensors of one checkpoint, given its prefix (path minus `.index`).
+pub struct BundleReader {
+    prefix: PathBuf,
+    index: PathBuf,
+    header: BundleHeaderProto,
+    names: Vec<String>,
+    entries: HashMap<String, (Vec<u8>, BundleEntryProto)>,
+    slices: HashMap<Vec<u8>, BundleEntryProto>,
+    shards: Vec<OnceLock<Mapped>>,
+}
+
+/// One stored extent of a tensor: where it goes (start, length per dimension) and its entry.
+struct Part<'a> {
+    region: Vec<(usize, usize)>,
+    entry: &'a BundleEntryProto,
+    what: String,
+}
+
+impl Part<'_> {
+    fn count(&self) -> usize {
+        self.region.iter().map(|&(_, n)| n).product()
+    }
+}
+
+pub fn index_path(prefix: &Path) -> PathBuf {
+    with_suffix(prefix, ".index")
+}
+
+pub fn shard_path(prefix: &Path, shard: usize, num_shards: usize) -> PathBuf {
+    with_suffix(prefix, &format!(".data-{shard:05}-of-{num_shards:05}"))
+}
+
+fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
+    let mut path = prefix.as_os_str().to_owned();
+    path.push(suffix);
+    path.into()
+}
+
+impl BundleReader {
+    pub fn open(prefix: impl AsRef<Path>) -> Result<Self> {
+        let prefix = prefix.as_ref().to_path_buf();
+        let index = index_path(&prefix);
+        let mut records = read_table(&index)?.into_iter();
+        let header = match records.next() {
+            Some((key, value)) if key.is_empty() => {
+                decode::<BundleHeaderProto>(&index, &value, "")?
+            }
+            _ => {
+                return Err(corrupt(
+                    &index,
+                    "bundle header",
+                    "no header under the empty key",
+                ))
+            }
+        };
+        let num_shards = usize::try_from(header.num_shards)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| {
+                corrupt(
+                    &index,
+                    "bundle header",
+                    &format!("claims {} shards", header.num_shards),
+                )
+            })?;
+        if header.endianness != Endianness::Little as i32 {
+            return Err(Error::Unsupported {
+                path: index,
+                what: "bundle header".into(),
+                detail: "big-endian bundles are not supported".into(),
+            });
+        }
+        let mut reader = Self {
+            prefix,
+            header,
+            names: Vec::new(),
+            entries: HashMap::new(),
+            slices: HashMap::new(),
+            shards: (0..num_shards).map(|_| OnceLock::new()).collect(),
+            index,
+        };
+        for record in records {
+            reader.add(record)?;
+        }
+        Ok(reader)
+    }
+
+    fn add(&mut self, (key, value): Record) -> Result<()> {
+        let name = String::from_utf8_lossy(&key).into_owned();
+        let entry = decode::<BundleEntryProto>(&self.index, &value, &name)?;
+        if key.first() == Some(&0) {
+            self.slices.insert(key, entry);
+        } else {
+            self.names.push(name.clone());
+            self.entries.insert(name, (key, entry));
+        }
+        Ok(())
+    }
+
+    pub fn header(&self) -> &BundleHeaderProto {
+        &self.header
+    }
+
+    /// The tensor keys in index order (slice records are internal and not listed).
+    pub fn keys(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn entry(&self, key: &str) -> Result<&BundleEntryProto> {
+        self.entries
+            .get(key)
+            .map(|(_, entry)| entry)
+            .ok_or_else(|| Error::UnknownKey {
+                path: self.index.clone(),
+                key: key.into(),
+            })
+    }
+
+    /// The tensor stored under `key`, every checksum verified.
+    pub fn read(&self, key: &str) -> Result<Tensor> {
+        let entry = self.entry(key)?;
+        let what = format!("tensor {key:?}");
+        let dtype = DType::from_proto(entry.dtype).ok_or_else(|| Error::Unsupported {
+            path: self.index.clone(),
+            what: what.clone(),
+            detail: format!("DataType {} cannot be read as a tensor", entry.dtype),
+        })?;
+        let shape = defined_shape(entry.shape.as_ref())
+            .map_err(|detail| corrupt(&self.index, &what, &format!("stored shape: {detail}")))?;
+        let count = element_count(&shape)
+            .filter(|n| n.checked_mul(dtype.item_size().unwrap_or(1)).is_some())
+            .ok_or_else(|| corrupt(&self.index, &what, &format!("shape {shape:?} overflows")))?;
+        if entry.slices.is_empty() {
+            let part = Part {
+                region: shape.iter().map(|&n| (0, n)).collect(),
+                entry,
+                what,
+            };
+            let storage = self.read_part(&part, dtype)?;
+            return Tensor::new(shape, storage)
+                .ok_or_else(|| corrupt(&self.index, &part.what, "element count mismatch"));
+        }
+        self.read_sliced(key, entry, dtype, shape, count)
+    }
+
+    /// The decoded elements of one extent, its size and checksums checked.
+    fn read_part(&self, part: &Part, dtype: DType) -> Result<Storage> {
+        let Some(item) = dtype.item_size() else {
+            let (shard, bytes) = self.extent(part)?;
+            return decode_strings(bytes, part.count(), part.entry.crc32c)
+                .map(Storage::String)
+                .map_err(|detail| self.shard_error(&shard, part, detail));
+        };
+        let bytes = self.fixed_bytes(part, dtype, item)?;
+        Storage::from_le_bytes(dtype, bytes)
+            .ok_or_else(|| corrupt(&self.index, &part.what, "not a fixed-width dtype"))
+    }
+
+    /// The raw bytes of a fixed-width extent, once its size fits the region and its checksum
+    /// matches.
+    fn fixed_bytes(&self, part: &Part, dtype: DType, item: usize) -> Result<&[u8]> {
+        let (shard, bytes) = self.extent(part)?;
+        if Some(bytes.len()) != part.count().checked_mul(item) {
+            let lengths: Vec<usize> = part.region.iter().map(|&(_, n)| n).collect();
+            let detail = format!(
+                "holds {} bytes, but shape {lengths:?} of {dtype} needs {} x {item}",
+                bytes.len(),
+                part.count()
+            );
+            return Err(corrupt(&self.index, &part.what, &detail));
+        }
+        if mask(crc32c(bytes)) != part.entry.crc32c {
+            return Err(Error::Checksum {
+                path: shard,
+                what: part.what.clone(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// The bytes of `part` in its shard, once they are known to lie inside it.
+    fn extent<'a>(&'a self, part: &Part) -> Result<(PathBuf, &'a [u8])> {
+        let entry = part.entry;
+        let num_shards = self.shards.len();
+        let id = usize::try_from(entry.shard_id)
+            .ok()
+            .filter(|&id| id < num_shards)
+            .ok_or_else(|| {
+                let detail = format!(
+                    "shard id {} is outside the {num_shards} shards of the header",
+                    entry.shard_id
+                );
+                corrupt(&self.index, &part.what, &detail)
+            })?;
+        let path = shard_path(&self.prefix, id, num_shards);
+        let data = self.shard(id, &path, part)?.bytes();
+        let span = usize::try_from(entry.offset)
+            .ok()
+            .zip(usize::try_from(entry.size).ok())
+            .and_then(|(start, size)| data.get(start..start.checked_add(size)?));
+        let bytes = span.ok_or_else(|| {
+            let detail = format!(
+                "extent (offset {}, size {}) lies outside the {}-byte shard",
+                entry.offset,
+                entry.size,
+                data.len()
+            );
+            Error::Truncated {
+                path: path.clone(),
+                what: part.what.clone(),
+                detail,
+            }
+        })?;
+        Ok((path, bytes))
+    }
+
+    fn shard(&self, id: usize, path: &Path, part: &Part) -> Result<&Mapped> {
+        let cell = self
+            .shards
+            .get(id)
+            .ok_or_else(|| corrupt(path, &part.what, "no such shard"))?;
+        if let Some(mapped) = cell.get() {
+            return Ok(mapped);
+        }
+        let mapped = Mapped::map(path).map_err(|err| match err {
+            Error::Missing { path: shard } => Error::MissingShard {
+                path: self.index.clone(),
+                key: part.what.clone(),
+                shard,
+            },
+            other => other,
+        })?;
+        Ok(cell.get_or_init(|| mapped))
+    }
+
+    fn shard_error(&self, shard: &Path, part: &Part, detail: String) -> Error {
+        if detail.starts_with("checksum") {
+            Error::Checksum {
+                path: shard.into(),
+                what: format!("{} ({detail})", part.what),
+            }
+        } else {
+            corrupt(shard, &part.what, &detail)
+        }
+    }
+}
+
+fn decode<M: Message + Default>(path: &Path, bytes: &[u8], what: &str) -> Result<M> {
+    M::decode(bytes).map_err(|source| Error::Decode {
+        path: path.into(),
+        message: std::any::type_name::<M>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("message"),
+        what: what.into(),
+        source,
+    })
+}
+
+fn corrupt(path: &Path, what: &str, detail: &str) -> Error {
+    Error::Corrupt {
+        path: path.into(),
+        what: what.into(),
+        detail: detail.into(),
+    }
+}
+
+/// Decodes a string tensor's extent and verifies both of its checksums: the lengths' own
+/// (over each length as a little-endian u32), and the entry's, which continues from it over the
+/// stored length checksum and then the string bytes.
+fn decode_strings(
+    data: &[u8],
+    count: usize,
+    stored: u32,
+) -> std::result::Result<Vec<Vec<u8>>, String> {
+    if data.len() < count.saturating_add(4) {
+        return Err(format!(
+            "{} bytes cannot hold {count} strings and their length checksum",
+            data.len()
+        ));
+    }
+    let mut pos = 0;
+    let mut lengths = Vec::with_capacity(count);
+    let mut crc = 0;
+    for _ in 0..count {
+        let length = read_varint(data, &mut pos, 64).ok_or("string lengths end early")?;
+        crc = crc32c_append(crc, &(length as u32).to_le_bytes());
+        lengths.push(usize::try_from(length).map_err(|_| "string length overflows")?);
+    }
+    let lengths_crc = data
+        .get(pos..pos + 4)
+        .map(le_array)
+        .ok_or("string tensor ends before its length checksum")?;
+    if mask(crc) != u32::from_le_bytes(lengths_crc) {
+        return Err("checksum mismatch in the string lengths".into());
+    }
+    let body = &data[pos..];
+    let total = lengths.iter().try_fold(0usize, |a, &n| a.checked_add(n));
+    if total != Some(body.len() - 4) {
+        return Err(format!(
+            "string lengths do not add up to the {} bytes that follow them",
+            body.len() - 4
+        ));
+    }
+    if mask(crc32c_append(crc, body)) != stored {
+        return Err("checksum mismatch in the string bytes".into());
+    }
+    let mut at = 4;
+    Ok(lengths
+        .into_iter()
+        .map(|n| {
+            let s = body[at..at + n].to_vec();
+            at += n;
+            s
+        })
+        .collect())
+}
+
+impl BundleReader {
+    /// A partitioned tensor: each slice is found, checked against the shape, and the slices
+    /// must tile the tensor exactly before the output is allocated.
+    fn read_sliced(
+        &self,
+        key: &str,
+        entry: &BundleEntryProto,
+        dtype: DType,
+        shape: Vec<usize>,
+        count: usize,
+    ) -> Result<Tensor> {
+        let what = format!("tensor {key:?}");
+        let Some(item) = dtype.item_size() else {
+            return Err(Error::Unsupported {
+                path: self.index.clone(),
+                what,
+                detail: "partitioned string tensors are not supported".into(),
+            });
+        };
+        let raw_key = self
+            .entries
+            .get(key)
+            .map_or(&[][..], |(raw, _)| raw.as_slice());
+        let parts = entry
+            .slices
+            .iter()
+            .map(|spec| self.slice_part(&what, raw_key, spec, entry, &shape))
+            .collect::<Result<Vec<_>>>()?;
+        for part in &parts {
+            self.extent(part)?;
+        }
+        check_cover(&parts, &shape, count)
+            .map_err(|detail| corrupt(&self.index, &what, &detail))?;
+        // Every part lies inside a shard and together they hold `count` elements, so the files
+        // back this allocation.
+        let mut out = vec![0u8; count * item];
+        for part in &parts {
+            place(
+                &mut out,
+                &shape,
+                &part.region,
+                self.fixed_bytes(part, dtype, item)?,
+                item,
+            );
+        }
+        let storage = Storage::from_le_bytes(dtype, &out)
+            .ok_or_else(|| corrupt(&self.index, &what, "not a fixed-width dtype"))?;
+        Tensor::new(shape, storage)
+            .ok_or_else(|| corrupt(&self.index, &what, "element count mismatch"))
+    }
+
+    fn slice_part<'a>(
+        &'a self,
+        what: &str,
+        raw_key: &[u8],
+        spec: &TensorSliceProto,
+        entry: &BundleEntryProto,
+        shape: &[usize],
+    ) -> Result<Part<'a>> {
+        let label = spec_text(spec);
+        let what = format!("{what}, slice {label}");
+        let region = slice_region(spec, shape).map_err(|d| corrupt(&self.index, &what, &d))?;
+        let stored = self.slices.get(&slice_key(raw_key, spec)).ok_or_else(|| {
+            corrupt(
+                &self.index,
+                &what,
+                "the index has no record for this slice (missing tensor data)",
+            )
+        })?;
+        let lengths: Vec<usize> = region.iter().map(|&(_, n)| n).collect();
+        let stored_shape = defined_shape(stored.shape.as_ref()).ok();
+        if !stored.slices.is_empty()
+            || stored.dtype != entry.dtype
+            || stored_shape.as_ref() != Some(&lengths)
+        {
+            let detail = format!(
+                "slice record has dtype {}, shape {stored_shape:?} and {} slices; expected dtype {} and shape {lengths:?}",
+                stored.dtype,
+                stored.slices.len(),
+                entry.dtype
+            );
+            return Err(corrupt(&self.index, &what, &detail));
+        }
+        Ok(Part {
+            region,
+            entry: stored,
+            what,
+        })
+    }
+}
+
+/// (start, length) per dimension of one slice, checked against the full shape.
+fn slice_region(
+    spec: &TensorSliceProto,
+    shape: &[usize],
+) -> std::result::Result<Vec<(usize, usize)>, String> {
+    if spec.extent.len() != shape.len() {
+        return Err(format!(
+            "the slice has {} dimensions, the tensor has {}",
+            spec.extent.len(),
+            shape.len()
+        ));
+    }
+    spec.extent
+        .iter()
+        .zip(shape)
+        .enumerate()
+        .map(|(dim, (extent, &size))| {
+            let Some(HasLengthHack::Length(length)) = extent.has_length_hack else {
+                return Ok((0, size));
+            };
+            let start = usize::try_from(extent.start);
+            let length = usize::try_from(length);
+            match (start, length) {
+                (Ok(start), Ok(length))
+                    if start.checked_add(length).is_some_and(|end| end <= size) =>
+                {
+                    Ok((start, length))
+                }
+                _ => Err(format!(
+                    "the slice extends past dimension {dim} of size {size}, or is negative"
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The slices must tile the tensor exactly: no element missing, none stored twice.
+fn check_cover(parts: &[Part], shape: &[usize], count: usize) -> std::result::Result<(), String> {
+    let held = parts
+        .iter()
+        .map(Part::count)
+        .try_fold(0usize, |a, n| a.checked_add(n));
+    if held != Some(count) {
+        return Err(format!(
+            "its slices hold {held:?} elements, the shape {shape:?} has {count}"
+        ));
+    }
+    for (i, first) in parts.iter().enumerate() {
+        for second in &parts[i + 1..] {
+            let overlap = first
+                .region
+                .iter()
+                .zip(&second.region)
+                .all(|(&(s1, n1), &(s2, n2))| s1 < s2 + n2 && s2 < s1 + n1);
+            if overlap && first.count() > 0 && second.count() > 0 {
+                return Err(format!("{} and {} overlap", first.what, second.what));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies the row-major bytes of a region into its place in `out`, one innermost row at a time.
+fn place(out: &mut [u8], shape: &[usize], region: &[(usize, usize)], bytes: &[u8], item: usize) {
+    let row = region.last().map_or(1, |&(_, n)| n) * item;
+    if row == 0 {
+        return;
+    }
+    let mut strides = vec![item; shape.len()];
+    for d in (1..shape.len()).rev() {
+        strides[d - 1] = strides[d] * shape[d];
+    }
+    // The position of the current row inside the region, over all but the last dimension.
+    let mut index = vec![0usize; region.len().saturating_sub(1)];
+    for src in bytes.chunks_exact(row) {
+        let dst: usize = region
+            .iter()
+            .zip(&strides)
+            .enumerate()
+            .map(|(d, (&(start, _), stride))| (start + index.get(d).copied().unwrap_or(0)) * stride)
+            .sum();
+        if let Some(slot) = out.get_mut(dst..dst + row) {
+            slot.copy_from_slice(src);
+        }
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < region[d].1 {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+}
+
+/// A slice as TensorFlow spells it: `start,length` per dimension, `-` for a full one.
+fn spec_text(spec: &TensorSliceProto) -> String {
+    let dims: Vec<String> = spec
+        .extent
+        .iter()
+        .map(|e| match e.has_length_hack {
+            Some(HasLengthHack::Length(n)) => format!("{},{n}", e.start),
+            None => "-".into(),
+        })
+        .collect();
+    dims.join(":")
+}
+
+/// The index key of one slice of tensor `name`: TensorFlow's ordered code of (0, name, rank,
+/// start and length per dimension), a full dimension being (0, -1).
+pub fn slice_key(name: &[u8], spec: &TensorSliceProto) -> Vec<u8> {
+    let mut key = ordered_uint(0);
+    for &byte in name {
+        match byte {
+            0x00 => key.extend([0x00, 0xFF]),
+            0xFF => key.extend([0xFF, 0x00]),
+            b => key.push(b),
+        }
+    }
+    key.extend([0x00, 0x01]);
+    key.extend(ordered_uint(spec.extent.len() as u64));
+    for extent in &spec.extent {
+        let (start, length) = match extent.has_length_hack {
+            Some(HasLengthHack::Length(n)) => (extent.start, n),
+            None => (0, -1),
+        };
+        key.extend(ordered_int(start));
+        key.extend(ordered_int(length));
+    }
+    key
+}
+
+/// Unsigned: a length byte, then the value's big-endian bytes without leading zeros.
+fn ordered_uint(value: u64) -> Vec<u8> {
+    let body: Vec<u8> = value
+        .to_be_bytes()
+        .into_iter()
+        .skip_while(|&b| b == 0)
+        .collect();
+    let mut out = vec![body.len() as u8];
+    out.extend(body);
+    out
+}
+
+/// Signed: n bytes whose top n bits are ones then a zero, the magnitude in the remaining
+/// 7n - 1 bits; a negative number is the bitwise complement of the encoding of !value.
+fn ordered_int(value: i64) -> Vec<u8> {
+    let magnitude = if value >= 0 {
+        value as u64
+    } else {
+        !value as u64
+    };
+    let mut width = 1u32;
+    while width < 10 && magnitude >> (7 * width - 1) != 0 {
+        width += 1;
+    }
+    let encoded = (((1u128 << width) - 1) << (7 * width)) | u128::from(magnitude);
+    let bytes = &encoded.to_be_bytes()[16 - width as usize..];
+    bytes
+        .iter()
+        .map(|&b| if value >= 0 { b } else { !b })
+        .collect()
+}

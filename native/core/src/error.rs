@@ -1,0 +1,85 @@
+//! The one error type of the readers. Every variant names the file it is about and, where there
+//! is one, the key, block or message inside it, so a caller can report it as is.
+
+use std::path::PathBuf;
+
+/// What went wrong reading a model or checkpoint file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: no such file", path = .path.display())]
+    Missing { path: PathBuf },
+
+    #[error("{path}: cannot read ({source})", path = .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("{path}: not a regular file", path = .path.display())]
+    NotRegularFile { path: PathBuf },
+
+    /// The file ends before a structure it claims to hold.
+    #[error("{path}: {what}: {detail}", path = .path.display())]
+    Truncated {
+        path: PathBuf,
+        what: String,
+        detail: String,
+    },
+
+    #[error("{path}: bad table magic number {found:#x}; not a checkpoint index, or truncated",
+            path = .path.display())]
+    BadMagic { path: PathBuf, found: u64 },
+
+    #[error("{path}: checksum mismatch in {what}; the file is corrupt", path = .path.display())]
+    Checksum { path: PathBuf, what: String },
+
+    /// A structure whose fields contradict each other or the file.
+    #[error("{path}: {what}: {detail}", path = .path.display())]
+    Corrupt {
+        path: PathBuf,
+        what: String,
+        detail: String,
+    },
+
+    #[error("{path}: cannot parse {message} for {what}: {source}", path = .path.display())]
+    Decode {
+        path: PathBuf,
+        message: &'static str,
+        what: String,
+        source: prost::DecodeError,
+    },
+
+    /// Valid data this reader does not handle (compression, big-endian bundles, a dtype).
+    #[error("{path}: {what}: {detail}", path = .path.display())]
+    Unsupported {
+        path: PathBuf,
+        what: String,
+        detail: String,
+    },
+
+    #[error("{path}: tensor {key:?}: data shard {shard} is missing",
+            path = .path.display(), shard = .shard.display())]
+    MissingShard {
+        path: PathBuf,
+        key: String,
+        shard: PathBuf,
+    },
+
+    #[error("{path}: no tensor named {key:?}", path = .path.display())]
+    UnknownKey { path: PathBuf, key: String },
+
+    #[error("{path}: no MetaGraphDef with tag-set '{tags}' (tag-sets present: {present})",
+            path = .path.display())]
+    NoMetaGraph {
+        path: PathBuf,
+        tags: String,
+        present: String,
+    },
+
+    /// A TensorProto whose dtype, shape and values do not make a tensor; `place` names the
+    /// node, attribute or file it came from.
+    #[error("{place}: {detail}")]
+    TensorProto { place: String, detail: String },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
