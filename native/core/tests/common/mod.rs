@@ -91,3 +91,51 @@ fn parse_npy(bytes: &[u8]) -> Tensor {
     let storage = Storage::from_le_bytes(dtype, &bytes[start + header_len..]).unwrap();
     Tensor::new(shape, storage).expect("npy data fits its shape")
 }
+
+/// Writes `records` (sorted by key) as a LevelDB-format table the way TensorFlow's writer lays
+/// it out (one data block, an empty metaindex block, an index block, the footer), so that tests
+/// can damage single fields of an index and still pass its checksums.
+pub fn write_table(path: &Path, records: &[(Vec<u8>, Vec<u8>)]) {
+    use savedmodel_core::checksum::{crc32c, mask};
+    fn varint(out: &mut Vec<u8>, mut value: u64) {
+        while value >= 0x80 {
+            out.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        out.push(value as u8);
+    }
+    fn block(file: &mut Vec<u8>, records: &[(Vec<u8>, Vec<u8>)]) -> (u64, u64) {
+        let mut body = Vec::new();
+        for (key, value) in records {
+            varint(&mut body, 0);
+            varint(&mut body, key.len() as u64);
+            varint(&mut body, value.len() as u64);
+            body.extend(key);
+            body.extend(value);
+        }
+        body.extend(0u32.to_le_bytes()); // one restart point, at 0
+        body.extend(1u32.to_le_bytes());
+        let handle = (file.len() as u64, body.len() as u64);
+        body.push(0); // no compression
+        let crc = mask(crc32c(&body));
+        file.extend(&body);
+        file.extend(crc.to_le_bytes());
+        handle
+    }
+    let mut file = Vec::new();
+    let data = block(&mut file, records);
+    let meta = block(&mut file, &[]);
+    let mut data_handle = Vec::new();
+    varint(&mut data_handle, data.0);
+    varint(&mut data_handle, data.1);
+    let last_key = records.last().map(|(k, _)| k.clone()).unwrap_or_default();
+    let index = block(&mut file, &[(last_key, data_handle)]);
+    let mut footer = Vec::new();
+    for value in [meta.0, meta.1, index.0, index.1] {
+        varint(&mut footer, value);
+    }
+    footer.resize(40, 0);
+    footer.extend(0xDB47_7524_8B80_FB57u64.to_le_bytes());
+    file.extend(footer);
+    std::fs::write(path, file).unwrap();
+}
