@@ -200,3 +200,147 @@ fn pairs<T: Copy>(values: &[T]) -> std::result::Result<Vec<[T; 2]>, String> {
     }
     Ok(values.chunks_exact(2).map(|p| [p[0], p[1]]).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protos::{tensor_shape_proto::Dim, DataType};
+
+    fn proto(dtype: DataType, dims: &[i64]) -> TensorProto {
+        TensorProto {
+            dtype: dtype as i32,
+            tensor_shape: Some(TensorShapeProto {
+                dim: dims
+                    .iter()
+                    .map(|&size| Dim {
+                        size,
+                        name: String::new(),
+                    })
+                    .collect(),
+                unknown_rank: false,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn decode(p: &TensorProto) -> Result<Tensor> {
+        tensor_from_proto(p, "node c")
+    }
+
+    fn error_text(p: &TensorProto) -> String {
+        decode(p).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn packed_content_is_little_endian() {
+        let mut p = proto(DataType::DtFloat, &[2]);
+        p.tensor_content = [1.5f32.to_le_bytes(), (-2f32).to_le_bytes()].concat();
+        let t = decode(&p).unwrap();
+        assert_eq!(
+            (t.shape(), t.storage()),
+            (&[2][..], &Storage::Float32(vec![1.5, -2.0]))
+        );
+        p.tensor_content.pop();
+        assert!(error_text(&p)
+            .contains("tensor_content holds 7 bytes, but 2 elements of float32 need 8"));
+    }
+
+    #[test]
+    fn a_short_typed_field_repeats_its_last_value_and_none_means_zeros() {
+        let mut p = proto(DataType::DtFloat, &[2, 2]);
+        assert_eq!(
+            decode(&p).unwrap().storage(),
+            &Storage::Float32(vec![0.0; 4])
+        );
+        p.float_val = vec![1.0, 2.0];
+        assert_eq!(
+            decode(&p).unwrap().storage(),
+            &Storage::Float32(vec![1.0, 2.0, 2.0, 2.0])
+        );
+        p.float_val = vec![1.0; 5];
+        assert!(error_text(&p).contains("float_val holds 5 values, more than the 4 elements"));
+    }
+
+    #[test]
+    fn repeating_is_capped_before_allocating() {
+        let mut p = proto(DataType::DtInt64, &[1 << 40]);
+        p.int64_val = vec![7];
+        assert!(error_text(&p).contains("would take more than"));
+        let p = proto(DataType::DtFloat, &[1 << 40, 1 << 40]);
+        assert!(error_text(&p).contains("more elements than memory can"));
+    }
+
+    #[test]
+    fn narrow_integers_wrap_like_numpy_astype() {
+        let mut p = proto(DataType::DtInt8, &[2]);
+        p.int_val = vec![-1, 200];
+        assert_eq!(decode(&p).unwrap().storage(), &Storage::Int8(vec![-1, -56]));
+        let mut p = proto(DataType::DtUint16, &[1]);
+        p.int_val = vec![65535];
+        assert_eq!(decode(&p).unwrap().storage(), &Storage::UInt16(vec![65535]));
+    }
+
+    #[test]
+    fn half_val_holds_bit_patterns() {
+        let mut p = proto(DataType::DtHalf, &[2]);
+        p.half_val = vec![0x3C00]; // 1.0 in float16
+        assert_eq!(
+            decode(&p).unwrap().storage(),
+            &Storage::Float16(vec![0x3C00, 0x3C00])
+        );
+        let mut p = proto(DataType::DtBfloat16, &[1]);
+        p.half_val = vec![0x3F80]; // 1.0 in bfloat16
+        assert_eq!(
+            decode(&p).unwrap().storage(),
+            &Storage::BFloat16(vec![0x3F80])
+        );
+        p.half_val = vec![70000];
+        assert!(error_text(&p).contains("not a 16-bit pattern"));
+    }
+
+    #[test]
+    fn strings_from_string_val_and_from_packed_content() {
+        let mut p = proto(DataType::DtString, &[3]);
+        p.string_val = vec![b"a".to_vec(), b"bc".to_vec()];
+        let expected = vec![b"a".to_vec(), b"bc".to_vec(), b"bc".to_vec()];
+        assert_eq!(decode(&p).unwrap().storage(), &Storage::String(expected));
+        let mut p = proto(DataType::DtString, &[2]);
+        p.tensor_content = b"\x01\x02xyz".to_vec();
+        let expected = vec![b"x".to_vec(), b"yz".to_vec()];
+        assert_eq!(decode(&p).unwrap().storage(), &Storage::String(expected));
+        p.tensor_content = b"\x01\x05xyz".to_vec();
+        assert!(error_text(&p).contains("claims 6 bytes of strings but holds 3"));
+        let mut p = proto(DataType::DtString, &[1 << 60]);
+        p.tensor_content = b"\x01".to_vec();
+        assert!(error_text(&p).contains("ends inside its lengths"));
+    }
+
+    #[test]
+    fn complex_values_are_pairs() {
+        let mut p = proto(DataType::DtComplex64, &[1]);
+        p.scomplex_val = vec![1.0, 2.0];
+        assert_eq!(
+            decode(&p).unwrap().storage(),
+            &Storage::Complex64(vec![[1.0, 2.0]])
+        );
+        p.scomplex_val = vec![1.0];
+        assert!(error_text(&p).contains("odd number of values"));
+    }
+
+    #[test]
+    fn bad_shapes_and_dtypes_name_the_place() {
+        let p = proto(DataType::DtFloat, &[-1]);
+        assert_eq!(
+            error_text(&p),
+            "node c: tensor value has a negative dimension in shape [-1]"
+        );
+        let mut p = proto(DataType::DtFloat, &[]);
+        p.tensor_shape = Some(TensorShapeProto {
+            dim: Vec::new(),
+            unknown_rank: true,
+        });
+        assert!(error_text(&p).contains("unknown rank"));
+        let p = proto(DataType::DtResource, &[]);
+        assert!(error_text(&p).contains("DataType 20 has no tensor value here"));
+    }
+}
