@@ -143,15 +143,19 @@ impl BundleReader {
         self.entries
             .get(key)
             .map(|(_, entry)| entry)
-            .ok_or_else(|| Error::UnknownKey {
-                path: self.index.clone(),
-                key: key.into(),
-            })
+            .ok_or_else(|| self.unknown(key))
+    }
+
+    fn unknown(&self, key: &str) -> Error {
+        Error::UnknownKey {
+            path: self.index.clone(),
+            key: key.into(),
+        }
     }
 
     /// The tensor stored under `key`, every checksum verified.
     pub fn read(&self, key: &str) -> Result<Tensor> {
-        let entry = self.entry(key)?;
+        let (raw_key, entry) = self.entries.get(key).ok_or_else(|| self.unknown(key))?;
         let what = format!("tensor {key:?}");
         let dtype = DType::from_proto(entry.dtype).ok_or_else(|| Error::Unsupported {
             path: self.index.clone(),
@@ -173,16 +177,15 @@ impl BundleReader {
             return Tensor::new(shape, storage)
                 .ok_or_else(|| corrupt(&self.index, &part.what, "element count mismatch"));
         }
-        self.read_sliced(key, entry, dtype, shape, count)
+        self.read_sliced(key, raw_key, entry, dtype, shape, count)
     }
 
     /// The decoded elements of one extent, its size and checksums checked.
     fn read_part(&self, part: &Part, dtype: DType) -> Result<Storage> {
         let Some(item) = dtype.item_size() else {
             let (shard, bytes) = self.extent(part)?;
-            return decode_strings(bytes, part.count(), part.entry.crc32c)
-                .map(Storage::String)
-                .map_err(|detail| self.shard_error(&shard, part, detail));
+            return decode_strings(bytes, part.count(), part.entry.crc32c, &shard, &part.what)
+                .map(Storage::String);
         };
         let bytes = self.fixed_bytes(part, dtype, item)?;
         Storage::from_le_bytes(dtype, bytes)
@@ -258,23 +261,12 @@ impl BundleReader {
         let mapped = Mapped::map(path).map_err(|err| match err {
             Error::Missing { path: shard } => Error::MissingShard {
                 path: self.index.clone(),
-                key: part.what.clone(),
+                what: part.what.clone(),
                 shard,
             },
             other => other,
         })?;
         Ok(cell.get_or_init(|| mapped))
-    }
-
-    fn shard_error(&self, shard: &Path, part: &Part, detail: String) -> Error {
-        if detail.starts_with("checksum") {
-            Error::Checksum {
-                path: shard.into(),
-                what: format!("{} ({detail})", part.what),
-            }
-        } else {
-            corrupt(shard, &part.what, &detail)
-        }
     }
 }
 
@@ -298,47 +290,59 @@ fn corrupt(path: &Path, what: &str, detail: &str) -> Error {
     }
 }
 
-/// Decodes a string tensor's extent and verifies both of its checksums: the lengths' own
-/// (over each length as a little-endian u32), and the entry's, which continues from it over the
-/// stored length checksum and then the string bytes.
+/// Decodes a string tensor's extent (in `shard`, for the tensor `what`) and verifies both of
+/// its checksums: the lengths' own (over each length as a little-endian u32, truncated as
+/// TensorFlow truncates it), and the entry's, which continues from it over the stored length
+/// checksum and then the string bytes.
 fn decode_strings(
     data: &[u8],
     count: usize,
     stored: u32,
-) -> std::result::Result<Vec<Vec<u8>>, String> {
+    shard: &Path,
+    what: &str,
+) -> Result<Vec<Vec<u8>>> {
+    let bad = |detail: &str| corrupt(shard, what, detail);
+    let mismatch = |part: &str| Error::Checksum {
+        path: shard.into(),
+        what: format!("the string {part} of {what}"),
+    };
     if data.len() < count.saturating_add(4) {
-        return Err(format!(
+        let detail = format!(
             "{} bytes cannot hold {count} strings and their length checksum",
             data.len()
-        ));
+        );
+        return Err(bad(&detail));
     }
     let mut pos = 0;
     let mut lengths = Vec::with_capacity(count);
     let mut crc = 0;
     for _ in 0..count {
-        let length = read_varint(data, &mut pos, 64).ok_or("string lengths end early")?;
+        let length =
+            read_varint(data, &mut pos, 64).ok_or_else(|| bad("string lengths end early"))?;
         crc = crc32c_append(crc, &(length as u32).to_le_bytes());
-        lengths.push(usize::try_from(length).map_err(|_| "string length overflows")?);
+        lengths.push(usize::try_from(length).map_err(|_| bad("string length overflows"))?);
     }
     let lengths_crc = data
         .get(pos..pos + 4)
         .map(le_array)
-        .ok_or("string tensor ends before its length checksum")?;
+        .ok_or_else(|| bad("string tensor ends before its length checksum"))?;
     if mask(crc) != u32::from_le_bytes(lengths_crc) {
-        return Err("checksum mismatch in the string lengths".into());
+        return Err(mismatch("lengths"));
     }
-    let body = &data[pos..];
-    let total = lengths.iter().try_fold(0usize, |a, &n| a.checked_add(n));
-    if total != Some(body.len() - 4) {
-        return Err(format!(
+    // The entry's checksum covers the stored length checksum and the string bytes.
+    let covered = &data[pos..];
+    let body = &covered[4..];
+    if lengths.iter().try_fold(0usize, |a, &n| a.checked_add(n)) != Some(body.len()) {
+        let detail = format!(
             "string lengths do not add up to the {} bytes that follow them",
-            body.len() - 4
-        ));
+            body.len()
+        );
+        return Err(bad(&detail));
     }
-    if mask(crc32c_append(crc, body)) != stored {
-        return Err("checksum mismatch in the string bytes".into());
+    if mask(crc32c_append(crc, covered)) != stored {
+        return Err(mismatch("bytes"));
     }
-    let mut at = 4;
+    let mut at = 0;
     Ok(lengths
         .into_iter()
         .map(|n| {
@@ -355,6 +359,7 @@ impl BundleReader {
     fn read_sliced(
         &self,
         key: &str,
+        raw_key: &[u8],
         entry: &BundleEntryProto,
         dtype: DType,
         shape: Vec<usize>,
@@ -368,10 +373,6 @@ impl BundleReader {
                 detail: "partitioned string tensors are not supported".into(),
             });
         };
-        let raw_key = self
-            .entries
-            .get(key)
-            .map_or(&[][..], |(raw, _)| raw.as_slice());
         let parts = entry
             .slices
             .iter()

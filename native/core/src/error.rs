@@ -57,11 +57,12 @@ pub enum Error {
         detail: String,
     },
 
-    #[error("{path}: tensor {key:?}: data shard {shard} is missing",
+    /// `path` is the index that lists the shard; `what` names the tensor that needs it.
+    #[error("{path}: {what}: data shard {shard} is missing",
             path = .path.display(), shard = .shard.display())]
     MissingShard {
         path: PathBuf,
-        key: String,
+        what: String,
         shard: PathBuf,
     },
 

@@ -93,7 +93,7 @@ impl Table<'_> {
 
     /// The records of the block at `handle`, its checksum verified.
     fn block(&self, handle: Handle, what: &str) -> Result<Vec<Record>> {
-        let limit = self.data.len() - FOOTER_SIZE;
+        let limit = self.data.len().saturating_sub(FOOTER_SIZE);
         let span = usize::try_from(handle.offset)
             .ok()
             .zip(usize::try_from(handle.size).ok())
