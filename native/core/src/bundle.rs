@@ -26,7 +26,7 @@ use crate::protos::{tensor_slice_proto::extent::HasLengthHack, TensorSliceProto}
 use crate::table::{read_table, Record};
 use crate::tensor::{element_count, Storage, Tensor};
 use crate::tensor_proto::defined_shape;
-use crate::wire::{le_array, read_varint};
+use crate::wire::{le_array, read_varint, split_by_lengths};
 
 /// The key under which TensorFlow stores a checkpoint's object graph.
 pub const OBJECT_GRAPH_KEY: &str = "_CHECKPOINTABLE_OBJECT_GRAPH";
@@ -342,15 +342,7 @@ fn decode_strings(
     if mask(crc32c_append(crc, covered)) != stored {
         return Err(mismatch("bytes"));
     }
-    let mut at = 0;
-    Ok(lengths
-        .into_iter()
-        .map(|n| {
-            let s = body[at..at + n].to_vec();
-            at += n;
-            s
-        })
-        .collect())
+    Ok(split_by_lengths(body, &lengths))
 }
 
 impl BundleReader {

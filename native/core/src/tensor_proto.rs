@@ -9,9 +9,9 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::protos::{TensorProto, TensorShapeProto};
+use crate::protos::{tensor_shape_proto::Dim, TensorProto, TensorShapeProto};
 use crate::tensor::{element_count, Storage, Tensor};
-use crate::wire::read_varint;
+use crate::wire::{read_varint, split_by_lengths};
 
 /// The most bytes a tensor expanded by the repeat-the-last-value rule may take.
 pub const MAX_EXPANDED_BYTES: usize = 1 << 31;
@@ -55,6 +55,20 @@ pub fn defined_shape(proto: Option<&TensorShapeProto>) -> std::result::Result<Ve
         .map_err(|_| format!("tensor value has a negative dimension in shape {sizes:?}"))
 }
 
+/// A known-rank TensorShapeProto of `dims` (-1 for an unknown dimension).
+pub fn shape_proto(dims: &[i64]) -> TensorShapeProto {
+    TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&size| Dim {
+                size,
+                name: String::new(),
+            })
+            .collect(),
+        unknown_rank: false,
+    }
+}
+
 fn from_content(
     content: &[u8],
     dtype: DType,
@@ -92,14 +106,7 @@ fn string_list(content: &[u8], count: usize) -> std::result::Result<Vec<Vec<u8>>
             total.map_or("more".into(), |n| n.to_string())
         ));
     }
-    Ok(lengths
-        .into_iter()
-        .map(|n| {
-            let s = content[pos..pos + n].to_vec();
-            pos += n;
-            s
-        })
-        .collect())
+    Ok(split_by_lengths(&content[pos..], &lengths))
 }
 
 fn from_field(
@@ -204,21 +211,12 @@ fn pairs<T: Copy>(values: &[T]) -> std::result::Result<Vec<[T; 2]>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protos::{tensor_shape_proto::Dim, DataType};
+    use crate::protos::DataType;
 
     fn proto(dtype: DataType, dims: &[i64]) -> TensorProto {
         TensorProto {
             dtype: dtype as i32,
-            tensor_shape: Some(TensorShapeProto {
-                dim: dims
-                    .iter()
-                    .map(|&size| Dim {
-                        size,
-                        name: String::new(),
-                    })
-                    .collect(),
-                unknown_rank: false,
-            }),
+            tensor_shape: Some(shape_proto(dims)),
             ..Default::default()
         }
     }

@@ -32,6 +32,20 @@ pub fn le_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     out
 }
 
+/// Splits `body` into consecutive pieces of the given lengths; callers have checked that the
+/// lengths add up to `body.len()` (a shortfall would end the list early, never panic).
+pub fn split_by_lengths(body: &[u8], lengths: &[usize]) -> Vec<Vec<u8>> {
+    let mut rest = body;
+    lengths
+        .iter()
+        .map(|&n| {
+            let (piece, tail) = rest.split_at(n.min(rest.len()));
+            rest = tail;
+            piece.to_vec()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::read_varint;

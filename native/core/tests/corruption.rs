@@ -7,10 +7,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use savedmodel_core::protos::{
-    tensor_shape_proto::Dim, BundleEntryProto, BundleHeaderProto, TensorShapeProto,
-};
+use savedmodel_core::protos::{BundleEntryProto, BundleHeaderProto, TensorShapeProto};
 use savedmodel_core::table::read_table;
+use savedmodel_core::tensor_proto::shape_proto;
 use savedmodel_core::{BundleReader, Error};
 
 const KERNEL: &str = "model/inner/kernel/.ATTRIBUTES/VARIABLE_VALUE";
@@ -171,16 +170,7 @@ fn read_with_entry(key: &str, edit: impl FnOnce(&mut BundleEntryProto)) -> Resul
 }
 
 fn shape(dims: &[i64]) -> Option<TensorShapeProto> {
-    Some(TensorShapeProto {
-        dim: dims
-            .iter()
-            .map(|&size| Dim {
-                size,
-                name: String::new(),
-            })
-            .collect(),
-        unknown_rank: false,
-    })
+    Some(shape_proto(dims))
 }
 
 #[test]

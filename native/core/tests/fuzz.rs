@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use prost::Message;
@@ -43,9 +43,17 @@ fn edits() -> impl Strategy<Value = (Vec<(f64, u8)>, Option<f64>)> {
     )
 }
 
-/// Opens the damaged index beside the real shard and reads every key it still lists.
-fn read_all(prefix: &Path) {
-    if let Ok(reader) = BundleReader::open(prefix) {
+fn single() -> PathBuf {
+    common::data_dir().join("reference/checkpoints/single")
+}
+
+/// Opens an index that `write` makes, beside the real shard, and reads every key it lists.
+fn read_all_with_index(write: impl FnOnce(&Path)) {
+    let temp = tempfile::tempdir().unwrap();
+    write(&temp.path().join("ckpt.index"));
+    let shard = "ckpt.data-00000-of-00001";
+    std::os::unix::fs::symlink(single().join(shard), temp.path().join(shard)).unwrap();
+    if let Ok(reader) = BundleReader::open(temp.path().join("ckpt")) {
         for key in reader.keys() {
             let _ = reader.read(key);
         }
@@ -57,34 +65,18 @@ proptest! {
 
     #[test]
     fn damaged_index_never_panics((edits, cut) in edits()) {
-        let source = common::data_dir().join("reference/checkpoints/single");
-        let temp = tempfile::tempdir().unwrap();
-        let index = std::fs::read(source.join("ckpt.index")).unwrap();
-        std::fs::write(temp.path().join("ckpt.index"), damage(&index, &edits, cut)).unwrap();
-        std::os::unix::fs::symlink(
-            source.join("ckpt.data-00000-of-00001"),
-            temp.path().join("ckpt.data-00000-of-00001"),
-        )
-        .unwrap();
-        read_all(&temp.path().join("ckpt"));
+        let index = std::fs::read(single().join("ckpt.index")).unwrap();
+        read_all_with_index(|path| std::fs::write(path, damage(&index, &edits, cut)).unwrap());
     }
 
     /// Damages one record's entry and rewrites the table with valid checksums, so that the
     /// damage reaches the entry checks instead of stopping at the block checksum.
     #[test]
     fn damaged_entries_never_panic(record in 0..10usize, (edits, cut) in edits()) {
-        let source = common::data_dir().join("reference/checkpoints/single");
-        let temp = tempfile::tempdir().unwrap();
-        let mut records = read_table(&source.join("ckpt.index")).unwrap();
+        let mut records = read_table(&single().join("ckpt.index")).unwrap();
         let slot = record % records.len();
         records[slot].1 = damage(&records[slot].1, &edits, cut);
-        common::write_table(&temp.path().join("ckpt.index"), &records);
-        std::os::unix::fs::symlink(
-            source.join("ckpt.data-00000-of-00001"),
-            temp.path().join("ckpt.data-00000-of-00001"),
-        )
-        .unwrap();
-        read_all(&temp.path().join("ckpt"));
+        read_all_with_index(|path| common::write_table(path, &records));
     }
 
     #[test]
