@@ -12,8 +12,9 @@
 //! file and key. Shards are memory-mapped once per reader and each tensor is copied out once.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use prost::Message;
 
@@ -39,7 +40,10 @@ pub struct BundleReader {
     names: Vec<String>,
     entries: HashMap<String, (Vec<u8>, BundleEntryProto)>,
     slices: HashMap<Vec<u8>, BundleEntryProto>,
-    shards: Vec<OnceLock<Mapped>>,
+    num_shards: usize,
+    /// The shards mapped so far, by id; filled on first use, so a header's shard count costs
+    /// nothing until entries use the shards.
+    shards: Mutex<HashMap<usize, Arc<Mapped>>>,
 }
 
 /// One stored extent of a tensor: where it goes (start, length per dimension) and its entry.
@@ -47,6 +51,19 @@ struct Part<'a> {
     region: Vec<(usize, usize)>,
     entry: &'a BundleEntryProto,
     what: String,
+}
+
+/// Where the bytes of one part are: its shard's map and a range checked to lie inside it.
+struct Extent {
+    shard: PathBuf,
+    map: Arc<Mapped>,
+    range: Range<usize>,
+}
+
+impl Extent {
+    fn bytes(&self) -> &[u8] {
+        self.map.bytes().get(self.range.clone()).unwrap_or_default()
+    }
 }
 
 impl Part<'_> {
@@ -109,7 +126,8 @@ impl BundleReader {
             names: Vec::new(),
             entries: HashMap::new(),
             slices: HashMap::new(),
-            shards: (0..num_shards).map(|_| OnceLock::new()).collect(),
+            num_shards,
+            shards: Mutex::new(HashMap::new()),
             index,
         };
         for record in records {
@@ -183,19 +201,21 @@ impl BundleReader {
     /// The decoded elements of one extent, its size and checksums checked.
     fn read_part(&self, part: &Part, dtype: DType) -> Result<Storage> {
         let Some(item) = dtype.item_size() else {
-            let (shard, bytes) = self.extent(part)?;
-            return decode_strings(bytes, part.count(), part.entry.crc32c, &shard, &part.what)
+            let extent = self.extent(part)?;
+            let (bytes, shard) = (extent.bytes(), &extent.shard);
+            return decode_strings(bytes, part.count(), part.entry.crc32c, shard, &part.what)
                 .map(Storage::String);
         };
-        let bytes = self.fixed_bytes(part, dtype, item)?;
-        Storage::from_le_bytes(dtype, bytes)
+        let extent = self.checked_extent(part, dtype, item)?;
+        Storage::from_le_bytes(dtype, extent.bytes())
             .ok_or_else(|| corrupt(&self.index, &part.what, "not a fixed-width dtype"))
     }
 
-    /// The raw bytes of a fixed-width extent, once its size fits the region and its checksum
+    /// The extent of a fixed-width part, once its size fits the region and its checksum
     /// matches.
-    fn fixed_bytes(&self, part: &Part, dtype: DType, item: usize) -> Result<&[u8]> {
-        let (shard, bytes) = self.extent(part)?;
+    fn checked_extent(&self, part: &Part, dtype: DType, item: usize) -> Result<Extent> {
+        let extent = self.extent(part)?;
+        let bytes = extent.bytes();
         if Some(bytes.len()) != part.count().checked_mul(item) {
             let lengths: Vec<usize> = part.region.iter().map(|&(_, n)| n).collect();
             let detail = format!(
@@ -207,17 +227,17 @@ impl BundleReader {
         }
         if mask(crc32c(bytes)) != part.entry.crc32c {
             return Err(Error::Checksum {
-                path: shard,
+                path: extent.shard,
                 what: part.what.clone(),
             });
         }
-        Ok(bytes)
+        Ok(extent)
     }
 
     /// The bytes of `part` in its shard, once they are known to lie inside it.
-    fn extent<'a>(&'a self, part: &Part) -> Result<(PathBuf, &'a [u8])> {
+    fn extent(&self, part: &Part) -> Result<Extent> {
         let entry = part.entry;
-        let num_shards = self.shards.len();
+        let num_shards = self.num_shards;
         let id = usize::try_from(entry.shard_id)
             .ok()
             .filter(|&id| id < num_shards)
@@ -229,12 +249,14 @@ impl BundleReader {
                 corrupt(&self.index, &part.what, &detail)
             })?;
         let path = shard_path(&self.prefix, id, num_shards);
-        let data = self.shard(id, &path, part)?.bytes();
+        let map = self.shard(id, &path, part)?;
+        let data = map.bytes();
         let span = usize::try_from(entry.offset)
             .ok()
             .zip(usize::try_from(entry.size).ok())
-            .and_then(|(start, size)| data.get(start..start.checked_add(size)?));
-        let bytes = span.ok_or_else(|| {
+            .and_then(|(start, size)| Some(start..start.checked_add(size)?))
+            .filter(|range| range.end <= data.len());
+        let range = span.ok_or_else(|| {
             let detail = format!(
                 "extent (offset {}, size {}) lies outside the {}-byte shard",
                 entry.offset,
@@ -247,16 +269,18 @@ impl BundleReader {
                 detail,
             }
         })?;
-        Ok((path, bytes))
+        Ok(Extent {
+            shard: path,
+            map,
+            range,
+        })
     }
 
-    fn shard(&self, id: usize, path: &Path, part: &Part) -> Result<&Mapped> {
-        let cell = self
-            .shards
-            .get(id)
-            .ok_or_else(|| corrupt(path, &part.what, "no such shard"))?;
-        if let Some(mapped) = cell.get() {
-            return Ok(mapped);
+    fn shard(&self, id: usize, path: &Path, part: &Part) -> Result<Arc<Mapped>> {
+        // A panic elsewhere cannot leave the map half-updated, so a poisoned lock is still sound.
+        let mut shards = self.shards.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(mapped) = shards.get(&id) {
+            return Ok(Arc::clone(mapped));
         }
         let mapped = Mapped::map(path).map_err(|err| match err {
             Error::Missing { path: shard } => Error::MissingShard {
@@ -266,7 +290,7 @@ impl BundleReader {
             },
             other => other,
         })?;
-        Ok(cell.get_or_init(|| mapped))
+        Ok(Arc::clone(shards.entry(id).or_insert(Arc::new(mapped))))
     }
 }
 
@@ -379,13 +403,8 @@ impl BundleReader {
         // back this allocation.
         let mut out = vec![0u8; count * item];
         for part in &parts {
-            place(
-                &mut out,
-                &shape,
-                &part.region,
-                self.fixed_bytes(part, dtype, item)?,
-                item,
-            );
+            let extent = self.checked_extent(part, dtype, item)?;
+            place(&mut out, &shape, &part.region, extent.bytes(), item);
         }
         let storage = Storage::from_le_bytes(dtype, &out)
             .ok_or_else(|| corrupt(&self.index, &what, "not a fixed-width dtype"))?;

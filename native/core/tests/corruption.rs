@@ -277,19 +277,37 @@ fn a_slice_without_its_record_is_missing_data() {
     );
 }
 
+/// Opens a copy of the single checkpoint whose header `edit` changed.
+fn open_with_header(
+    edit: impl FnOnce(&mut BundleHeaderProto),
+) -> (tempfile::TempDir, Result<BundleReader, Error>) {
+    let (temp, prefix) = copy_of_single();
+    let mut records = read_table(&index(&prefix)).unwrap();
+    let mut header = BundleHeaderProto::decode(records[0].1.as_slice()).unwrap();
+    edit(&mut header);
+    records[0].1 = header.encode_to_vec();
+    common::write_table(&index(&prefix), &records);
+    let reader = BundleReader::open(&prefix);
+    (temp, reader)
+}
+
 #[test]
 fn a_bad_header_is_named() {
-    fn open_with_header(edit: impl FnOnce(&mut BundleHeaderProto)) -> Error {
-        let (_temp, prefix) = copy_of_single();
-        let mut records = read_table(&index(&prefix)).unwrap();
-        let mut header = BundleHeaderProto::decode(records[0].1.as_slice()).unwrap();
-        edit(&mut header);
-        records[0].1 = header.encode_to_vec();
-        common::write_table(&index(&prefix), &records);
-        BundleReader::open(&prefix).err().unwrap()
-    }
-    let err = open_with_header(|h| h.num_shards = 0);
+    let err = open_with_header(|h| h.num_shards = 0).1.err().unwrap();
     assert!(err.to_string().contains("claims 0 shards"), "{err}");
-    let err = open_with_header(|h| h.endianness = 1);
+    let err = open_with_header(|h| h.endianness = 1).1.err().unwrap();
     assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+}
+
+/// A header may claim any number of shards; nothing is allocated per claimed shard.
+#[test]
+fn a_huge_shard_count_costs_nothing_until_a_shard_is_used() {
+    let (_temp, reader) = open_with_header(|h| h.num_shards = i32::MAX);
+    let err = reader.unwrap().read(STEP).unwrap_err();
+    assert!(matches!(err, Error::MissingShard { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("ckpt.data-00000-of-2147483647 is missing"),
+        "{err}"
+    );
 }
