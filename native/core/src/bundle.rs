@@ -394,16 +394,16 @@ impl BundleReader {
             .iter()
             .map(|spec| self.slice_part(&what, raw_key, spec, entry, &shape))
             .collect::<Result<Vec<_>>>()?;
-        for part in &parts {
-            self.extent(part)?;
-        }
         check_cover(&parts, &shape, count)
             .map_err(|detail| corrupt(&self.index, &what, &detail))?;
-        // Every part lies inside a shard and together they hold `count` elements, so the files
-        // back this allocation.
+        let extents = parts
+            .iter()
+            .map(|part| self.checked_extent(part, dtype, item))
+            .collect::<Result<Vec<_>>>()?;
+        // The parts tile the tensor and each one's bytes are in a shard, so the files back
+        // this allocation.
         let mut out = vec![0u8; count * item];
-        for part in &parts {
-            let extent = self.checked_extent(part, dtype, item)?;
+        for (part, extent) in parts.iter().zip(&extents) {
             place(&mut out, &shape, &part.region, extent.bytes(), item);
         }
         let storage = Storage::from_le_bytes(dtype, &out)

@@ -291,6 +291,47 @@ fn open_with_header(
     (temp, reader)
 }
 
+/// A slice record may claim a huge shape over a few bytes; that is an error before the
+/// tensor's memory is allocated.
+#[test]
+fn a_slice_claiming_more_than_its_bytes_is_an_error_before_allocating() {
+    use savedmodel_core::bundle::slice_key;
+    use savedmodel_core::protos::{tensor_slice_proto::Extent, TensorSliceProto};
+    let (_temp, prefix) = copy_of_single();
+    let mut records = read_table(&index(&prefix)).unwrap();
+    let whole = TensorSliceProto {
+        extent: vec![Extent {
+            start: 0,
+            has_length_hack: None,
+        }],
+    };
+    let claimed = shape(&[1 << 36]);
+    let (_, value) = records
+        .iter_mut()
+        .find(|(name, _)| name.as_slice() == BIG.as_bytes())
+        .unwrap();
+    let mut entry = BundleEntryProto::decode(value.as_slice()).unwrap();
+    let slice = BundleEntryProto {
+        shape: claimed.clone(),
+        size: 4,
+        ..entry.clone()
+    };
+    entry.shape = claimed;
+    entry.slices = vec![whole.clone()];
+    *value = entry.encode_to_vec();
+    records.insert(
+        1,
+        (slice_key(BIG.as_bytes(), &whole), slice.encode_to_vec()),
+    );
+    common::write_table(&index(&prefix), &records);
+    let err = BundleReader::open(&prefix).unwrap().read(BIG).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("holds 4 bytes, but shape [68719476736] of float32"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_bad_header_is_named() {
     let err = open_with_header(|h| h.num_shards = 0).1.err().unwrap();
