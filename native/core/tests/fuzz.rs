@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use prost::Message;
-use savedmodel_core::protos::{attr_value, SavedModel};
+use savedmodel_core::protos::{attr_value, BundleEntryProto, SavedModel};
 use savedmodel_core::table::read_table;
-use savedmodel_core::tensor_proto::tensor_from_proto;
+use savedmodel_core::tensor_proto::{shape_proto, tensor_from_proto};
 use savedmodel_core::BundleReader;
 
 fn config() -> ProptestConfig {
@@ -76,6 +76,29 @@ proptest! {
         let mut records = read_table(&single().join("ckpt.index")).unwrap();
         let slot = record % records.len();
         records[slot].1 = damage(&records[slot].1, &edits, cut);
+        read_all_with_index(|path| common::write_table(path, &records));
+    }
+
+    /// Arbitrary values in the fields of one entry (dtype, shape, shard, extent, checksum): an
+    /// error or a tensor, and no allocation beyond what the shard holds (an over-allocation
+    /// would abort the test process).
+    #[test]
+    fn arbitrary_entry_fields_never_panic(
+        dtype in 0..25i32,
+        dims in prop::collection::vec(prop_oneof![0..700i64, Just(-1i64), Just(1i64 << 40), Just(i64::MAX)], 0..3),
+        shard_id in -1..2i32,
+        offset in prop_oneof![0..1_300_000i64, Just(-1i64), Just(i64::MAX)],
+        size in prop_oneof![0..1_300_000i64, Just(-1i64), Just(i64::MAX)],
+        crc32c: u32,
+    ) {
+        let mut records = read_table(&single().join("ckpt.index")).unwrap();
+        let kernel = b"model/inner/kernel/.ATTRIBUTES/VARIABLE_VALUE";
+        let (_, value) = records.iter_mut().find(|(key, _)| key.as_slice() == kernel).unwrap();
+        let mut entry = BundleEntryProto::decode(value.as_slice()).unwrap();
+        entry.dtype = dtype;
+        entry.shape = Some(shape_proto(&dims));
+        (entry.shard_id, entry.offset, entry.size, entry.crc32c) = (shard_id, offset, size, crc32c);
+        *value = entry.encode_to_vec();
         read_all_with_index(|path| common::write_table(path, &records));
     }
 
