@@ -44,13 +44,23 @@ struct Handle {
 }
 
 impl Table<'_> {
+    /// The records of every data block the index lists. The blocks must follow each other
+    /// without overlap, as a table writer lays them out, so the records read never outgrow the
+    /// file (an index listing one block many times would otherwise multiply it).
     fn records(&self) -> Result<Vec<Record>> {
         let index = self.block(self.index_handle()?, "index block")?;
         let mut records = Vec::new();
+        let mut free_from = 0;
         for (_, value) in index {
             let handle = self.handle(&value, &mut 0, "index entry")?;
             let what = format!("data block at offset {}", handle.offset);
+            if handle.offset < free_from {
+                let detail =
+                    format!("overlaps the data block before it, which ends at {free_from}");
+                return Err(self.corrupt(&what, &detail));
+            }
             records.extend(self.block(handle, &what)?);
+            free_from = handle.offset + handle.size;
         }
         Ok(records)
     }

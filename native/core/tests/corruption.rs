@@ -130,6 +130,21 @@ fn truncated_index_is_an_error() {
     ));
 }
 
+/// An index listing one data block twice would multiply the records it yields.
+#[test]
+fn an_index_listing_a_data_block_twice_is_corrupt() {
+    let (_temp, prefix) = copy_of_single();
+    let records = read_table(&index(&prefix)).unwrap();
+    common::write_table_listing_data_block(&index(&prefix), &records, 2);
+    let err = BundleReader::open(&prefix).err().unwrap();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("data block at offset 0: overlaps the data block before it"),
+        "{err}"
+    );
+}
+
 #[test]
 fn missing_index_and_unknown_key_are_named() {
     let temp = tempfile::tempdir().unwrap();

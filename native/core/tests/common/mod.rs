@@ -96,6 +96,11 @@ fn parse_npy(bytes: &[u8]) -> Tensor {
 /// it out (one data block, an empty metaindex block, an index block, the footer), so that tests
 /// can damage single fields of an index and still pass its checksums.
 pub fn write_table(path: &Path, records: &[(Vec<u8>, Vec<u8>)]) {
+    write_table_listing_data_block(path, records, 1);
+}
+
+/// [`write_table`] with an index that lists its one data block `times` times.
+pub fn write_table_listing_data_block(path: &Path, records: &[(Vec<u8>, Vec<u8>)], times: usize) {
     use savedmodel_core::checksum::{crc32c, mask};
     fn varint(out: &mut Vec<u8>, mut value: u64) {
         while value >= 0x80 {
@@ -129,7 +134,7 @@ pub fn write_table(path: &Path, records: &[(Vec<u8>, Vec<u8>)]) {
     varint(&mut data_handle, data.0);
     varint(&mut data_handle, data.1);
     let last_key = records.last().map(|(k, _)| k.clone()).unwrap_or_default();
-    let index = block(&mut file, &[(last_key, data_handle)]);
+    let index = block(&mut file, &vec![(last_key, data_handle); times]);
     let mut footer = Vec::new();
     for value in [meta.0, meta.1, index.0, index.1] {
         varint(&mut footer, value);
