@@ -44,7 +44,8 @@ struct Handle {
 }
 
 impl Table<'_> {
-    /// The records of every data block the index lists. The blocks must follow each other
+    /// The records of every data block the index lists, in strictly increasing key order as a
+    /// table holds them. The blocks must follow each other
     /// without overlap, as a table writer lays them out, so the records read never outgrow the
     /// file (an index listing one block many times would otherwise multiply it).
     fn records(&self) -> Result<Vec<Record>> {
@@ -61,6 +62,11 @@ impl Table<'_> {
             }
             records.extend(self.block(handle, &what)?);
             free_from = handle.offset + handle.size;
+        }
+        if let Some(pair) = records.windows(2).find(|pair| pair[0].0 >= pair[1].0) {
+            let key = String::from_utf8_lossy(&pair[1].0);
+            let detail = format!("key {key:?} does not sort after the key before it");
+            return Err(self.corrupt("records", &detail));
         }
         Ok(records)
     }

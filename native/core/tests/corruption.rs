@@ -145,6 +145,22 @@ fn an_index_listing_a_data_block_twice_is_corrupt() {
     );
 }
 
+/// Keys out of order (or repeated) mean a damaged table, not a later key hiding an earlier one.
+#[test]
+fn an_index_with_keys_out_of_order_is_corrupt() {
+    let (_temp, prefix) = copy_of_single();
+    let mut records = read_table(&index(&prefix)).unwrap();
+    records.swap(2, 3);
+    common::write_table(&index(&prefix), &records);
+    let err = BundleReader::open(&prefix).err().unwrap();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("does not sort after the key before it"),
+        "{err}"
+    );
+}
+
 #[test]
 fn missing_index_and_unknown_key_are_named() {
     let temp = tempfile::tempdir().unwrap();
