@@ -16,11 +16,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use prost::Message;
-
 use crate::checksum::{crc32c, crc32c_append, mask};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::file::decode_message;
 use crate::mmap::Mapped;
 use crate::protos::{bundle_header_proto::Endianness, BundleEntryProto, BundleHeaderProto};
 use crate::protos::{tensor_slice_proto::extent::HasLengthHack, TensorSliceProto};
@@ -91,9 +90,9 @@ impl BundleReader {
         let prefix = prefix.as_ref().to_path_buf();
         let index = index_path(&prefix);
         let mut records = read_table(&index)?.into_iter();
-        let header = match records.next() {
+        let header: BundleHeaderProto = match records.next() {
             Some((key, value)) if key.is_empty() => {
-                decode::<BundleHeaderProto>(&index, &value, "")?
+                decode_message(&index, &value, "BundleHeaderProto", Some(""))?
             }
             _ => {
                 return Err(corrupt(
@@ -138,7 +137,7 @@ impl BundleReader {
 
     fn add(&mut self, (key, value): Record) -> Result<()> {
         let name = String::from_utf8_lossy(&key).into_owned();
-        let entry = decode::<BundleEntryProto>(&self.index, &value, &name)?;
+        let entry = decode_message(&self.index, &value, "BundleEntryProto", Some(&name))?;
         if key.first() == Some(&0) {
             self.slices.insert(key, entry);
         } else {
@@ -292,18 +291,6 @@ impl BundleReader {
         })?;
         Ok(Arc::clone(shards.entry(id).or_insert(Arc::new(mapped))))
     }
-}
-
-fn decode<M: Message + Default>(path: &Path, bytes: &[u8], what: &str) -> Result<M> {
-    M::decode(bytes).map_err(|source| Error::Decode {
-        path: path.into(),
-        message: std::any::type_name::<M>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("message"),
-        what: what.into(),
-        source,
-    })
 }
 
 fn corrupt(path: &Path, what: &str, detail: &str) -> Error {

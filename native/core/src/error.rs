@@ -41,11 +41,13 @@ pub enum Error {
         detail: String,
     },
 
-    #[error("{path}: cannot parse {message} for {what}: {source}", path = .path.display())]
+    /// `key` is the index key whose value it is, None when the message is the whole file.
+    #[error("{path}: cannot parse {message}{key}: {source}", path = .path.display(),
+            key = .key.as_ref().map(|k| format!(" under key {k:?}")).unwrap_or_default())]
     Decode {
         path: PathBuf,
         message: &'static str,
-        what: String,
+        key: Option<String>,
         source: prost::DecodeError,
     },
 

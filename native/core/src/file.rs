@@ -1,8 +1,10 @@
-//! Opening model files: regular files only, read once or memory-mapped.
+//! Opening model files (regular files only) and decoding the protobuf messages they hold.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
 use std::path::Path;
+
+use prost::Message;
 
 use crate::error::{Error, Result};
 
@@ -45,4 +47,20 @@ pub fn io_error(path: &Path, err: std::io::Error) -> Error {
             source: err,
         }
     }
+}
+
+/// Decodes a `message` (its proto name, for errors) from `bytes` of the file at `path`, stored
+/// under `key` of an index, or making up the whole file when `key` is None.
+pub fn decode_message<M: Message + Default>(
+    path: &Path,
+    bytes: &[u8],
+    message: &'static str,
+    key: Option<&str>,
+) -> Result<M> {
+    M::decode(bytes).map_err(|source| Error::Decode {
+        path: path.into(),
+        message,
+        key: key.map(String::from),
+        source,
+    })
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use prost::Message;
 
 use crate::error::{Error, Result};
-use crate::file::read_file;
+use crate::file::{decode_message, read_file};
 use crate::protos::{GraphDef, MetaGraphDef, SavedModel, SignatureDef};
 
 pub const SAVED_MODEL_PB: &str = "saved_model.pb";
@@ -31,13 +31,7 @@ pub fn read_graph_def(path: &Path) -> Result<GraphDef> {
 }
 
 fn read_message<M: Message + Default>(path: &Path, message: &'static str) -> Result<M> {
-    let data = read_file(path)?;
-    M::decode(data.as_slice()).map_err(|source| Error::Decode {
-        path: path.into(),
-        message,
-        what: "the whole file".into(),
-        source,
-    })
+    decode_message(path, &read_file(path)?, message, None)
 }
 
 /// The MetaGraphDef of `model` whose tag-set is exactly `tags`; `path` names the file in the

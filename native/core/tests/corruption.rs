@@ -162,6 +162,22 @@ fn an_index_with_keys_out_of_order_is_corrupt() {
 }
 
 #[test]
+fn an_entry_that_is_not_a_bundle_entry_names_its_key() {
+    let (_temp, prefix) = copy_of_single();
+    let mut records = read_table(&index(&prefix)).unwrap();
+    let (_, value) = records
+        .iter_mut()
+        .find(|(name, _)| name.as_slice() == KERNEL.as_bytes())
+        .unwrap();
+    *value = vec![0xFF, 0xFF];
+    common::write_table(&index(&prefix), &records);
+    let err = BundleReader::open(&prefix).err().unwrap();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    let expected = format!("ckpt.index: cannot parse BundleEntryProto under key \"{KERNEL}\": ");
+    assert!(err.to_string().contains(&expected), "{err}");
+}
+
+#[test]
 fn missing_index_and_unknown_key_are_named() {
     let temp = tempfile::tempdir().unwrap();
     let err = BundleReader::open(temp.path().join("nothing"))
