@@ -5,17 +5,26 @@ Inside a function body an input is either an argument name or `node:output_arg:i
 the output argument is named by the node's op definition; this module turns those into flat
 output indices using the op definitions the SavedModel carries (its stripped op list) and the
 signatures of the library's own functions, which act as ops too.
+
+Calls made while a plan runs (branches, loop bodies, calls left in place because a function
+calls itself) nest Python frames; their depth is counted per thread and bounded by
+`Limits.max_function_depth`, so a recursive or absurdly deep model is an error naming the
+function, never a RecursionError.
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from savedmodel.protos import function_pb2, op_def_pb2
 from savedmodel.runtime import executor
 from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import (GraphError, GraphNode, GraphSpec, LoopBody, Plan, Ref, arg_length,
                                      compile_plan, loop_body)
 from savedmodel.runtime.registry import Kernel
+
+_CALL_DEPTH: ContextVar[int] = ContextVar("savedmodel_call_depth", default=0)
 
 
 @dataclass(frozen=True)
@@ -27,9 +36,11 @@ class FunctionBody:
 
 
 class FunctionLibrary:
-    def __init__(self, library: function_pb2.FunctionDefLibrary, op_defs: dict[str, op_def_pb2.OpDef]):
+    def __init__(self, library: function_pb2.FunctionDefLibrary, op_defs: dict[str, op_def_pb2.OpDef],
+                 limits: Limits = DEFAULT):
         self.functions = {f.signature.name: f for f in library.function}
         self.op_defs = op_defs
+        self.limits = limits
         self._plans: dict[str, Plan] = {}
         self._loops: dict[tuple[str, str], LoopBody] = {}
         self._bodies: dict[str, FunctionBody] = {}
@@ -42,16 +53,25 @@ class FunctionLibrary:
 
     def call(self, name: str, inputs: tuple, ctx: executor.Context) -> tuple:
         """Run a function from inside a running plan (a call, branch or loop body)."""
-        plan = self.plan(name)
-        if len(inputs) != len(plan.feeds):
-            raise SavedModelError(f"function {name!r} takes {len(plan.feeds)} inputs, got {len(inputs)}")
-        return executor.run_nested(plan, inputs, ctx)
+        depth = _CALL_DEPTH.get()
+        if depth >= self.limits.max_function_depth:
+            raise GraphError(f"function {name!r}: calls nest more than "
+                             f"{self.limits.exceeded('max_function_depth')} deep; does a "
+                             "function call itself?")
+        token = _CALL_DEPTH.set(depth + 1)
+        try:
+            plan = self.plan(name)
+            if len(inputs) != len(plan.feeds):
+                raise SavedModelError(f"function {name!r} takes {len(plan.feeds)} inputs, got {len(inputs)}")
+            return executor.run_nested(plan, inputs, ctx)
+        finally:
+            _CALL_DEPTH.reset(token)
 
     def plan(self, name: str) -> Plan:
         plan = self._plans.get(name)
         if plan is None:
             body = self.body(name)
-            spec = GraphSpec(f"function {name!r}", body.nodes, self.op_defs, self)
+            spec = GraphSpec(f"function {name!r}", body.nodes, self.op_defs, self, limits=self.limits)
             plan = self._plans[name] = compile_plan(spec, [(a, 0) for a in body.args], body.rets,
                                                     body.control_rets, keep_stateful=True)
         return plan
