@@ -204,6 +204,11 @@ def _from_field(proto: tensor_pb2.TensorProto, row: DType, count: int, prefix: s
     if given > count:
         raise TensorProtoError(f"{prefix}{row.field} holds {given} values, more than the "
                                f"{count} elements of the tensor's shape")
+    expanded = count * (row.itemsize or np.dtype(object).itemsize)
+    if given < count and expanded > limits.max_const_bytes:
+        raise TensorProtoError(f"{prefix}{row.field} holds {given} values that would expand to "
+                               f"{count} elements ({expanded} bytes), more than "
+                               f"{limits.exceeded('max_const_bytes')}")
     if given == 0:
         return np.full(count, b"", dtype=object) if row.is_string else np.zeros(count, row.numpy)
     flat = _decode_values(values, row, prefix)
