@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import CHECKPOINTS, SAVEDMODELS
+from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS
 from savedmodel.input_specs import InputSpecError, parse_inputs
 from savedmodel.protos import (attr_value_pb2, node_def_pb2, saved_model_pb2, tensor_bundle_pb2, tensor_pb2,
                                types_pb2)
@@ -30,6 +30,7 @@ from savedmodel.runtime.tensor_bundle import BundleReader
 from savedmodel.runtime.tensor_proto import shape_to_proto
 
 SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
+ASSET_MODEL = next(p for p in EXTRA_MODELS if p.name == "text_file_tables")
 MEMORY_BOUND = 2 << 30
 """Address space of the child process that runs a case which would allocate without its check."""
 TIME_BOUND = 60
@@ -478,3 +479,17 @@ def test_a_model_whose_variables_index_lost_a_key_names_file_and_key(tmp_path):
     _rewrite_index(prefix, edit)
     with pytest.raises(SavedModelError, match=r"variables\.index: no tensor named 'w/.ATTRIBUTES/VARIABLE_VALUE'"):
         load(model)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_a_fifo_or_device_in_place_of_an_asset_is_refused(tmp_path, kind):
+    model = tmp_path / "text_file_tables"
+    shutil.copytree(ASSET_MODEL, model)
+    asset = model / "assets" / "vocab.txt"  # read by the init op, when loading
+    asset.unlink()
+    if kind == "fifo":
+        os.mkfifo(asset)
+    else:
+        asset.symlink_to("/dev/zero")
+    message = bounded(load, model)
+    assert f"{asset} is {'a FIFO' if kind == 'fifo' else 'a character device'}, not a regular file" in message

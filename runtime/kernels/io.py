@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime import protofiles
+from savedmodel.runtime.errors import FileFormatError, KernelError
 from savedmodel.runtime.registry import kernel
 from savedmodel.runtime.tensor_proto import string_text
 
@@ -24,15 +25,12 @@ def scalar_path(filename, op: str) -> Path:
 
 def read_bytes(path: Path, op: str) -> bytes:
     """A file's contents, or a KernelError naming the file (TensorFlow's NotFound and
-    FailedPrecondition)."""
+    FailedPrecondition). Only regular files are read: a FIFO or device in place of an asset
+    would block or never end."""
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise KernelError(f"{op}: {path}: no such file") from None
-    except IsADirectoryError:
-        raise KernelError(f"{op}: {path}: is a directory") from None
-    except OSError as err:
-        raise KernelError(f"{op}: {path}: {err.strerror or err}") from None
+        return protofiles.read_file(path)
+    except FileFormatError as err:
+        raise KernelError(f"{op}: {err}") from None
 
 
 @kernel("ReadFile")
