@@ -8,16 +8,14 @@ and a time limit (`bounded`), so a regression fails the test instead of the mach
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
-import resource
 import shutil
-import signal
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bounded import bounded_call
 from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS
 from savedmodel.input_specs import InputSpecError, parse_inputs
 from savedmodel.protos import (attr_value_pb2, node_def_pb2, saved_model_pb2, tensor_bundle_pb2, tensor_pb2,
@@ -31,37 +29,13 @@ from savedmodel.runtime.tensor_proto import shape_to_proto
 
 SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
 ASSET_MODEL = next(p for p in EXTRA_MODELS if p.name == "text_file_tables")
-MEMORY_BOUND = 2 << 30
-"""Address space of the child process that runs a case which would allocate without its check."""
-TIME_BOUND = 60
-
-
-def _run_bounded(queue, fn, args):
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
-    try:
-        fn(*args)
-        queue.put(("returned", ""))
-    except SavedModelError as err:
-        queue.put(("SavedModelError", str(err)))
-    except BaseException as err:  # noqa: BLE001  (reported to the test, which fails on it)
-        queue.put((type(err).__name__, str(err)[:500]))
 
 
 def bounded(fn, *args) -> str:
-    """Run `fn(*args)` in a child process with bounded memory and time; the message of the
-    SavedModelError it must raise."""
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_run_bounded, args=(queue, fn, args))
-    child.start()
-    child.join(TIME_BOUND)
-    if child.is_alive():
-        os.kill(child.pid, signal.SIGKILL)
-        child.join()
-        pytest.fail(f"{fn.__name__} did not finish within {TIME_BOUND} s")
-    assert not queue.empty(), f"{fn.__name__}: the child died (exit code {child.exitcode})"
-    kind, message = queue.get()
-    assert kind == "SavedModelError", f"{fn.__name__} gave {kind}: {message}"
+    """The message of the SavedModelError that `fn(*args)` must raise within bounded memory
+    and time."""
+    outcome, message = bounded_call(fn, *args)
+    assert outcome == "SavedModelError", f"{fn.__name__} gave {outcome}: {message}"
     return message
 
 
