@@ -169,14 +169,15 @@ def _convertible_dtype(enum: int, prefix: str) -> DType:
 
 def checked_dims(sizes: Shape, prefix: str, what: str, error=TensorProtoError) -> Shape:
     """`sizes` if an array of that shape can exist: no negative or unknown dimension, at most
-    numpy's 64 dimensions, fewer than 2**62 elements; else `error` naming `what`."""
+    numpy's 64 dimensions, fewer than 2**62 elements (not counting zero dimensions, since numpy
+    rejects (2**40, 0, 2**40) too); else `error` naming `what`."""
     if len(sizes) > MAX_RANK:
         raise error(f"{prefix}{what} has rank {len(sizes)}; numpy arrays have at most {MAX_RANK} "
                     "dimensions (TensorFlow allows 254), so the runtime cannot hold it")
     if any(size < 0 for size in sizes):
         raise error(f"{prefix}{what} has a negative dimension in shape {list(sizes)}")
-    if math.prod(sizes) >= MAX_ELEMENTS:
-        raise error(f"{prefix}{what} shape {list(sizes)} holds more elements than an array can")
+    if math.prod(size for size in sizes if size) >= MAX_ELEMENTS:  # numpy counts past a 0 too
+        raise error(f"{prefix}{what} shape {list(sizes)} has more elements than an array can")
     return sizes
 
 

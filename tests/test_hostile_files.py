@@ -155,6 +155,13 @@ def test_a_const_of_rank_70_names_numpys_limit(tmp_path):
         _load_and_call(model)
 
 
+def test_an_empty_const_whose_other_dimensions_overflow_names_the_node(tmp_path):
+    model = _seeds(tmp_path, _returning(_const("empty", types_pb2.DT_INT32, (2**40, 0, 2**40))))
+    with pytest.raises(SavedModelError, match=r"node 'empty' \(op Const\).*shape \[1099511627776, 0, "
+                                              "1099511627776\] has more elements than an array can"):
+        _load_and_call(model)
+
+
 @pytest.mark.parametrize("enum", [types_pb2.DT_INVALID, 77])
 def test_a_const_of_an_unknown_dtype_names_the_node(tmp_path, enum):
     model = _seeds(tmp_path, _returning(_const("odd", enum, ())))
@@ -406,7 +413,7 @@ def test_a_header_claiming_2_to_the_31_shards_names_the_missing_shard(tmp_path):
     assert f"data shard {prefix}.data-00000-of-2147483647 is missing" in message
 
 
-@pytest.mark.parametrize("dims", [(-5,), (2**40, 2**40), (1,) * 70, (2**31, 2**31, 8)])
+@pytest.mark.parametrize("dims", [(-5,), (2**40, 2**40), (1,) * 70, (2**31, 2**31, 8), (2**40, 0, 2**40)])
 def test_entries_with_negative_huge_or_deep_shapes_name_file_and_key(tmp_path, dims):
     prefix = _copy_checkpoint(tmp_path)
 
