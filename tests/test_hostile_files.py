@@ -158,7 +158,7 @@ def test_a_const_of_rank_70_names_numpys_limit(tmp_path):
 def test_an_empty_const_whose_other_dimensions_overflow_names_the_node(tmp_path):
     model = _seeds(tmp_path, _returning(_const("empty", types_pb2.DT_INT32, (2**40, 0, 2**40))))
     with pytest.raises(SavedModelError, match=r"node 'empty' \(op Const\).*shape \[1099511627776, 0, "
-                                              "1099511627776\] has more elements than an array can"):
+                                              r"1099511627776\] has more elements than an array can"):
         _load_and_call(model)
 
 
