@@ -193,6 +193,11 @@ def output_count(spec: GraphSpec, node: GraphNode) -> int | None:
     if op_def is None:
         return None
     attrs = _with_defaults(node, op_def)
+    needed = [arg.number_attr or arg.type_list_attr for arg in op_def.output_arg]
+    missing = [name for name in needed if name and name not in attrs]
+    if missing:
+        raise GraphError(f"{spec.where}: node {node.name!r} (op {node.op}) has no attr "
+                         f"{missing[0]!r}, which says how many outputs it has")
     return sum(arg_length(arg, attrs) for arg in op_def.output_arg)
 
 

@@ -50,13 +50,13 @@ def open_regular(path: str | Path, where: str = "") -> tuple[BinaryIO, int]:
 def read_file(path: str | Path, limits: Limits = DEFAULT) -> bytes:
     """The bytes of the regular file at `path`, at most `limits.max_file_bytes` of them."""
     file, size = open_regular(path)
-    with file:
+    with io.BufferedReader(file) as stream:
         if size > limits.max_file_bytes:
             raise FileFormatError(f"{path}: the file is {size} bytes, more than "
                                   f"{limits.exceeded('max_file_bytes')}")
         # buffered: one raw read returns at most 2 GiB - 4 KiB; read() allocates what it is
         # asked for, so ask for the size fstat gave, plus one byte to notice a file that grows
-        data = io.BufferedReader(file).read(size + 1)
+        data = stream.read(size + 1)
     if len(data) > size:
         raise FileFormatError(f"{path}: the file grew while it was read")
     return data

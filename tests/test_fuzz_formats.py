@@ -13,6 +13,7 @@ campaign: `SAVEDMODEL_FUZZ_EXAMPLES=5000 bash tools/run-tests tests/test_fuzz_fo
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -112,6 +113,18 @@ def scratch(tmp_path_factory):
     return root
 
 
+@contextlib.contextmanager
+def _replaced(path: Path, data: bytes):
+    """`path` holds `data` inside the block, and its own bytes again after it (each example
+    damages one file of the shared copy)."""
+    original = path.read_bytes()
+    path.write_bytes(data)
+    try:
+        yield
+    finally:
+        path.write_bytes(original)
+
+
 def _seeds_file(name: str) -> bytes:
     return (SEEDS / name).read_bytes()
 
@@ -120,9 +133,8 @@ def _seeds_file(name: str) -> bytes:
 @FUZZ
 @given(steps=mutations)
 def test_damaged_saved_model_pb(scratch, steps):
-    target = scratch / "model" / "saved_model.pb"
-    target.write_bytes(mutate(_seeds_file("saved_model.pb"), steps))
-    _check(_load_and_call, scratch / "model")
+    with _replaced(scratch / "model" / "saved_model.pb", mutate(_seeds_file("saved_model.pb"), steps)):
+        _check(_load_and_call, scratch / "model")
 
 
 def _parts(meta_graph) -> list:
@@ -151,8 +163,8 @@ def test_damaged_part_of_saved_model_pb(scratch, steps, part):
         message.MergeFromString(damaged)
     except DecodeError:
         assume(False)
-    (scratch / "model" / "saved_model.pb").write_bytes(model.SerializeToString())
-    _check(_load_and_call, scratch / "model")
+    with _replaced(scratch / "model" / "saved_model.pb", model.SerializeToString()):
+        _check(_load_and_call, scratch / "model")
 
 
 @seed(SEED)
@@ -167,8 +179,8 @@ def test_damaged_graph_def(scratch, steps):
     meta_graph.ClearField("graph_def")
     damaged = _field(2, meta_graph.SerializeToString() + _field(2, graph))  # MetaGraphDef.graph_def
     header = saved_model_pb2.SavedModel(saved_model_schema_version=model.saved_model_schema_version)
-    (scratch / "model" / "saved_model.pb").write_bytes(header.SerializeToString() + damaged)
-    _check(_load_and_call, scratch / "model")
+    with _replaced(scratch / "model" / "saved_model.pb", header.SerializeToString() + damaged):
+        _check(_load_and_call, scratch / "model")
 
 
 def _field(number: int, payload: bytes) -> bytes:
@@ -182,11 +194,10 @@ def _field(number: int, payload: bytes) -> bytes:
 @given(steps=mutations, which=st.sampled_from(["seeds", "single"]))
 def test_damaged_variables_index(scratch, steps, which):
     prefix = _prefix(scratch, which)
-    Path(f"{prefix}.index").write_bytes(mutate(_original(which, ".index"), steps))
-    _check(_read_bundle, prefix)
-    if which == "seeds":
-        _check(_load_and_call, scratch / "model")
-    Path(f"{prefix}.index").write_bytes(_original(which, ".index"))
+    with _replaced(Path(f"{prefix}.index"), mutate(_original(which, ".index"), steps)):
+        _check(_read_bundle, prefix)
+        if which == "seeds":
+            _check(_load_and_call, scratch / "model")
 
 
 @seed(SEED)
@@ -195,10 +206,9 @@ def test_damaged_variables_index(scratch, steps, which):
 def test_damaged_data_shard(scratch, steps):
     shard = ".data-00000-of-00001"
     prefix = _prefix(scratch, "seeds")
-    Path(f"{prefix}{shard}").write_bytes(mutate(_original("seeds", shard), steps))
-    _check(_read_bundle, prefix)
-    _check(_load_and_call, scratch / "model")
-    Path(f"{prefix}{shard}").write_bytes(_original("seeds", shard))
+    with _replaced(Path(f"{prefix}{shard}"), mutate(_original("seeds", shard), steps)):
+        _check(_read_bundle, prefix)
+        _check(_load_and_call, scratch / "model")
 
 
 def _prefix(scratch: Path, which: str) -> Path:

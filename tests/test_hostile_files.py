@@ -235,6 +235,16 @@ def test_a_signature_tensor_of_a_missing_node_is_a_load_error(tmp_path):
         load(model)
 
 
+def test_a_signature_tensor_of_a_node_without_its_output_count_attr_is_a_load_error(tmp_path):
+    def edit(meta_graph):
+        call = next(n for n in meta_graph.graph_def.node if n.name == "PartitionedCall_2")
+        del call.attr["Tout"]
+
+    with pytest.raises(SavedModelError, match=r"node 'PartitionedCall_2' \(op PartitionedCall\) has no "
+                                              "attr 'Tout', which says how many outputs it has"):
+        load(_seeds(tmp_path, edit))
+
+
 def test_an_input_naming_an_output_an_identity_lacks_names_the_node(tmp_path):
     def edit(meta_graph):
         meta_graph.graph_def.node.extend([
