@@ -13,7 +13,8 @@ whose own plans are simplified in turn.
 """
 from __future__ import annotations
 
-from savedmodel.runtime.plan import PASS_THROUGH_OPS, GraphError, GraphNode, GraphSpec, Ref, is_stateful
+from savedmodel.runtime.plan import (PASS_THROUGH_OPS, GraphError, GraphNode, GraphSpec, Ref, is_stateful,
+                                     nesting_error)
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 
@@ -48,9 +49,7 @@ def _inline(spec: GraphSpec, nodes: dict[str, GraphNode], stack: tuple[str, ...]
 
 def _inlined_call(spec: GraphSpec, call: GraphNode, function: str, stack: tuple[str, ...]) -> dict:
     if len(stack) >= spec.limits.max_function_depth:
-        chain = " -> ".join((*stack[:3], "...", *stack[-2:], function))
-        raise GraphError(f"{spec.where}: function calls nest more than "
-                         f"{spec.limits.exceeded('max_function_depth')} deep ({chain})")
+        raise nesting_error(spec.where, stack + (function,), spec.limits)
     body = spec.library.body(function)
     if len(call.data) != len(body.args):
         raise GraphError(f"{spec.where}: node {call.name!r} passes {len(call.data)} inputs to "

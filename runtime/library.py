@@ -9,7 +9,7 @@ signatures of the library's own functions, which act as ops too.
 Calls made while a plan runs (branches, loop bodies, calls left in place because a function
 calls itself) nest Python frames; their depth is counted per thread and bounded by
 `Limits.max_function_depth`, so a recursive or absurdly deep model is an error naming the
-function, never a RecursionError.
+chain of calls, never a RecursionError.
 """
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ from savedmodel.runtime import executor
 from savedmodel.runtime.errors import SavedModelError
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import (GraphError, GraphNode, GraphSpec, LoopBody, Plan, Ref, arg_length,
-                                     compile_plan, loop_body)
+                                     compile_plan, loop_body, nesting_error)
 from savedmodel.runtime.registry import Kernel
 
-_CALL_DEPTH: ContextVar[int] = ContextVar("savedmodel_call_depth", default=0)
+_CALLS: ContextVar[tuple[str, ...]] = ContextVar("savedmodel_calls", default=())
+"""The functions running in this thread, outermost first."""
 
 
 @dataclass(frozen=True)
@@ -53,19 +54,17 @@ class FunctionLibrary:
 
     def call(self, name: str, inputs: tuple, ctx: executor.Context) -> tuple:
         """Run a function from inside a running plan (a call, branch or loop body)."""
-        depth = _CALL_DEPTH.get()
-        if depth >= self.limits.max_function_depth:
-            raise GraphError(f"function {name!r}: calls nest more than "
-                             f"{self.limits.exceeded('max_function_depth')} deep; does a "
-                             "function call itself?")
-        token = _CALL_DEPTH.set(depth + 1)
+        chain = _CALLS.get() + (name,)
+        if len(chain) > self.limits.max_function_depth:
+            raise nesting_error(f"function {chain[0]!r}", chain, self.limits)
+        token = _CALLS.set(chain)
         try:
             plan = self.plan(name)
             if len(inputs) != len(plan.feeds):
                 raise SavedModelError(f"function {name!r} takes {len(plan.feeds)} inputs, got {len(inputs)}")
             return executor.run_nested(plan, inputs, ctx)
         finally:
-            _CALL_DEPTH.reset(token)
+            _CALLS.reset(token)
 
     def plan(self, name: str) -> Plan:
         plan = self._plans.get(name)

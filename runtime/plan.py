@@ -41,6 +41,19 @@ class GraphError(SavedModelError, ValueError):
     """A graph that cannot be compiled: dangling references, cycles, unfed placeholders."""
 
 
+class NestingError(GraphError):
+    """Function calls nested past `Limits.max_function_depth`. Its message names the whole
+    chain of calls, so the executor passes it on as it is instead of prefixing every level's
+    call node (64 of them)."""
+
+
+def nesting_error(where: str, chain: tuple[str, ...], limits: Limits) -> NestingError:
+    shown = chain if len(chain) <= 8 else (*chain[:3], "...", *chain[-3:])
+    return NestingError(f"{where}: function calls nest more than "
+                        f"{limits.exceeded('max_function_depth')} deep ({' -> '.join(shown)}); "
+                        "does a function call itself?")
+
+
 @dataclass
 class GraphNode:
     """A node with its inputs resolved to (node, flat output index) references, so graphs and
