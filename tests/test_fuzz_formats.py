@@ -7,7 +7,7 @@ call, or `BundleReader` reading every tensor) in a child process with bounded me
 (tests/bounded.py). The only acceptable outcomes are success and a SavedModelError: any other
 exception, a hang or running out of the memory bound is a defect.
 
-Derandomized, so CI runs the same examples every time (40 per file kind). A longer
+Derandomized, so CI runs the same examples every time (100 per file kind). A longer
 campaign: `SAVEDMODEL_FUZZ_EXAMPLES=5000 bash tools/run-tests tests/test_fuzz_formats.py`, and
 `SAVEDMODEL_FUZZ_SEED=<n>` for other examples than CI's.
 """
@@ -30,7 +30,7 @@ from savedmodel.protos import saved_model_pb2
 from savedmodel.runtime import load
 from savedmodel.runtime.tensor_bundle import BundleReader
 
-EXAMPLES = int(os.environ.get("SAVEDMODEL_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("SAVEDMODEL_FUZZ_EXAMPLES", "100"))
 SEED = int(os.environ.get("SAVEDMODEL_FUZZ_SEED", "0"))
 SECONDS = 20
 """Time bound of one example: loading and one call take well under a second."""
