@@ -206,11 +206,10 @@ def _checked_shape(proto, dtype: dtypes.DType, where: str) -> tuple[int, ...]:
     shape = shape_from_proto(proto)
     if shape is None or any(d is None for d in shape):
         raise FileFormatError(f"{where}: stored shape {shape} is not fully defined")
-    checked_dims(shape, f"{where}: ", "stored shape", FileFormatError)
     if math.prod(shape) * max(dtype.itemsize, 1) > INT64_MAX:
         raise FileFormatError(f"{where}: stored shape {list(shape)} overflows the tensor size "
                               "limit of 2**63 - 1 bytes")
-    return shape
+    return checked_dims(shape, f"{where}: ", "stored tensor", FileFormatError)
 
 
 def _slice_region(spec, shape: tuple[int, ...], where: str) -> tuple[tuple[int, int], ...]:
