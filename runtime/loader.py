@@ -422,7 +422,8 @@ class _ConcreteFunction:
         self.name = name
         self._model = model
         where = f"concrete function {name!r}"
-        self.args, self.kwargs = _split_signature(structure.decode(saved.canonicalized_input_signature, where))
+        self.args, self.kwargs = _split_signature(structure.decode(saved.canonicalized_input_signature, where),
+                                                   where)
         self.output_structure = structure.decode(saved.output_signature, where)
         self._bound = list(saved.bound_inputs)
         self._captures: list | None = None
@@ -456,10 +457,11 @@ class _ConcreteFunction:
         return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs])
 
 
-def _split_signature(decoded) -> tuple[tuple, dict]:
-    if isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[1], dict):
+def _split_signature(decoded, where: str) -> tuple[tuple, dict]:
+    if (isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[0], (tuple, list))
+            and isinstance(decoded[1], dict)):
         return tuple(decoded[0]), decoded[1]
-    raise FileFormatError("canonicalized_input_signature is not an (args, kwargs) pair")
+    raise FileFormatError(f"{where}: canonicalized_input_signature is not an (args, kwargs) pair")
 
 
 def _flatten_args(spec, value, out: list, where: str) -> None:

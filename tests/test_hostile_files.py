@@ -344,6 +344,18 @@ def test_a_signature_map_entry_that_is_not_a_function_is_a_load_error(tmp_path):
         load(_seeds(tmp_path, edit))
 
 
+def test_an_input_signature_whose_arguments_are_not_a_sequence_names_the_function(tmp_path):
+    def edit(meta_graph):
+        graph = meta_graph.object_graph_def
+        name = next(n.function.concrete_functions[0] for n in graph.nodes if n.HasField("function"))
+        arguments = graph.concrete_functions[name].canonicalized_input_signature.tuple_value.values[0]
+        arguments.none_value.SetInParent()
+
+    with pytest.raises(FileFormatError, match=r"concrete function '\w+': canonicalized_input_signature "
+                                              r"is not an \(args, kwargs\) pair"):
+        load(_seeds(tmp_path, edit))
+
+
 def test_a_variable_of_an_unknown_dtype_names_the_variable(tmp_path):
     def edit(meta_graph):
         variable = next(n.variable for n in meta_graph.object_graph_def.nodes if n.HasField("variable"))
