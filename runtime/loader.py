@@ -195,7 +195,7 @@ class Model:
             raise FileFormatError(f"{where}: the object graph has no concrete function {name!r}")
         captures = [self._capture(i, f"concrete function {name!r}") for i in saved.bound_inputs]
         outputs = self.call_function(name, list(args) + captures)
-        return structure.pack_tensors(structure.decode(saved.output_signature, where), list(outputs))
+        return structure.pack_tensors(structure.decode(saved.output_signature, where), list(outputs), where)
 
     def _bind_captured_handles(self) -> None:
         """Point the top-level VarHandleOps that call nodes capture at the restored variables:
@@ -454,7 +454,8 @@ class _ConcreteFunction:
             self._captures = [self._model._capture(node_id, self.name) for node_id in self._bound]
         with np.errstate(all="ignore"):
             outputs = self._model._context.call(self.name, flat + self._captures)
-        return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs])
+        return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs],
+                                      f"concrete function {self.name!r}")
 
 
 def _split_signature(decoded, where: str) -> tuple[tuple, dict]:

@@ -356,6 +356,24 @@ def test_an_input_signature_whose_arguments_are_not_a_sequence_names_the_functio
         load(_seeds(tmp_path, edit))
 
 
+@pytest.mark.parametrize("leaves", [0, 3])
+def test_an_output_signature_with_another_number_of_tensors_names_the_function(tmp_path, leaves):
+    def edit(meta_graph):
+        function = meta_graph.object_graph_def.concrete_functions[name]
+        original = type(function.output_signature)()
+        original.CopyFrom(function.output_signature)  # one tensor
+        function.output_signature.Clear()
+        for _ in range(leaves):
+            function.output_signature.list_value.values.add().CopyFrom(original)
+
+    probe = load(SEEDS)
+    name = probe.functions["simple_relu"].concrete_functions[0].name
+    model = load(_seeds(tmp_path, edit))
+    with pytest.raises(FileFormatError, match=f"concrete function '{name}': the saved output structure "
+                                              f"has {leaves} tensors, but the function returns 1"):
+        model.functions["simple_relu"](np.int32(3))
+
+
 def test_a_variable_of_an_unknown_dtype_names_the_variable(tmp_path):
     def edit(meta_graph):
         variable = next(n.variable for n in meta_graph.object_graph_def.nodes if n.HasField("variable"))
