@@ -21,8 +21,8 @@ from __future__ import annotations
 import collections
 import functools
 from collections.abc import Iterable
-from typing import NoReturn
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
