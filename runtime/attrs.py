@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from savedmodel.protos import attr_value_pb2
 from savedmodel.runtime import dtypes
 from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.tensor_proto import shape_from_proto, to_numpy
 
 
@@ -27,29 +28,38 @@ class AttrError(SavedModelError, ValueError):
     """An attr value that cannot be decoded."""
 
 
-def decode_attrs(attr_map, where: str) -> dict:
-    """Keyword arguments for a kernel from a NodeDef's (or NameAttrList's) attr map."""
-    return {name: decode(value, f"{where}: attr {name!r}")
+def decode_attrs(attr_map, where: str, limits: Limits = DEFAULT) -> dict:
+    """Keyword arguments for a kernel from a NodeDef's (or NameAttrList's) attr map; `limits`
+    bounds what tensor values may expand to."""
+    return {name: decode(value, f"{where}: attr {name!r}", limits)
             for name, value in attr_map.items() if not name.startswith("_")}
 
 
-def decode(value: attr_value_pb2.AttrValue, where: str):
+def decode(value: attr_value_pb2.AttrValue, where: str, limits: Limits = DEFAULT):
     kind = value.WhichOneof("value")
     if kind is None:
         return None
     if kind == "list":
-        return _decode_list(value.list, where)
+        return _decode_list(value.list, where, limits)
     if kind == "placeholder":
         raise AttrError(f"{where}: unresolved attr placeholder {value.placeholder!r}")
-    return _SCALAR_DECODERS[kind](getattr(value, kind), where)
+    return _decode_scalar(kind, getattr(value, kind), where, limits)
 
 
-def _decode_list(values: attr_value_pb2.AttrValue.ListValue, where: str) -> list:
+def _decode_list(values: attr_value_pb2.AttrValue.ListValue, where: str, limits: Limits) -> list:
     for kind in ("s", "i", "f", "b", "type", "shape", "tensor", "func"):
         items = getattr(values, kind)
         if len(items):
-            return [_SCALAR_DECODERS[kind](item, where) for item in items]
+            return [_decode_scalar(kind, item, where, limits) for item in items]
     return []
+
+
+def _decode_scalar(kind: str, value, where: str, limits: Limits):
+    if kind == "tensor":
+        return to_numpy(value, where, limits)
+    if kind == "func":
+        return FuncRef(value.name, decode_attrs(value.attr, where, limits))
+    return _SCALAR_DECODERS[kind](value, where)
 
 
 def _decode_type(enum: int, where: str) -> dtypes.DType:
@@ -59,10 +69,6 @@ def _decode_type(enum: int, where: str) -> dtypes.DType:
         raise AttrError(f"{where}: {err}") from None
 
 
-def _decode_func(func, where: str) -> FuncRef:
-    return FuncRef(func.name, decode_attrs(func.attr, where))
-
-
 _SCALAR_DECODERS = {
     "s": lambda v, where: v.decode("utf-8", "surrogateescape"),
     "i": lambda v, where: int(v),
@@ -70,6 +76,4 @@ _SCALAR_DECODERS = {
     "b": lambda v, where: bool(v),
     "type": _decode_type,
     "shape": lambda v, where: shape_from_proto(v),
-    "tensor": lambda v, where: to_numpy(v, where),
-    "func": _decode_func,
 }

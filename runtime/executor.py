@@ -17,7 +17,7 @@ from savedmodel.runtime import deadline
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.errors import SavedModelError
 from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, FileAccessError
-from savedmodel.runtime.plan import LoopBody, Plan
+from savedmodel.runtime.plan import LoopBody, NestingError, Plan
 from savedmodel.runtime.straight_line import failed_step
 
 
@@ -84,7 +84,10 @@ def reraise(err: Exception, *plans: Plan) -> NoReturn:
 
 def node_error(err: Exception, *plans: Plan) -> Exception:
     """`err`, raised while running one of `plans`, as a NodeError naming the plan and the node
-    whose line raised it; `err` itself when it did not come from a step of theirs."""
+    whose line raised it; `err` itself when it did not come from a step of theirs, or names
+    its whole path already (a NestingError)."""
+    if isinstance(err, NestingError):
+        return err
     for plan in plans:
         index = failed_step(plan.straight_line, err.__traceback__)
         if index is None:

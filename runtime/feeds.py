@@ -26,6 +26,8 @@ def to_input(value, dtype: DType, shape, where: str) -> np.ndarray:
 
 
 def _as_numeric(value, dtype: DType, where: str) -> np.ndarray:
+    if dtype.numpy is None:
+        raise FeedError(f"{where} has data type {dtype.name}, which has no value a caller can pass")
     from_numpy = isinstance(value, (np.ndarray, np.generic))
     array = np.asarray(value)
     kind, target = array.dtype.kind, dtype.numpy.kind

@@ -4,7 +4,8 @@
   used as an op) are replaced by the callee's body, its nodes renamed under the call node's
   name; the call node becomes an `IdentityN` of the callee's results that also waits for the
   callee's control outputs and stateful nodes. The caller's control inputs gate every inlined
-  node. Recursive functions stay calls.
+  node. Recursive functions stay calls. Nesting deeper than `Limits.max_function_depth` is an
+  error naming the chain of calls.
 - `Identity`-like nodes without control inputs become aliases: their consumers read the
   producer directly.
 Control-flow bodies (If, While, Case branches) are not inlined here: they run as functions,
@@ -12,7 +13,8 @@ whose own plans are simplified in turn.
 """
 from __future__ import annotations
 
-from savedmodel.runtime.plan import PASS_THROUGH_OPS, GraphError, GraphNode, GraphSpec, Ref, is_stateful
+from savedmodel.runtime.plan import (PASS_THROUGH_OPS, GraphError, GraphNode, GraphSpec, Ref, is_stateful,
+                                     nesting_error)
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 
@@ -46,6 +48,8 @@ def _inline(spec: GraphSpec, nodes: dict[str, GraphNode], stack: tuple[str, ...]
 
 
 def _inlined_call(spec: GraphSpec, call: GraphNode, function: str, stack: tuple[str, ...]) -> dict:
+    if len(stack) >= spec.limits.max_function_depth:
+        raise nesting_error(spec.where, stack + (function,), spec.limits)
     body = spec.library.body(function)
     if len(call.data) != len(body.args):
         raise GraphError(f"{spec.where}: node {call.name!r} passes {len(call.data)} inputs to "

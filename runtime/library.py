@@ -5,17 +5,27 @@ Inside a function body an input is either an argument name or `node:output_arg:i
 the output argument is named by the node's op definition; this module turns those into flat
 output indices using the op definitions the SavedModel carries (its stripped op list) and the
 signatures of the library's own functions, which act as ops too.
+
+Calls made while a plan runs (branches, loop bodies, calls left in place because a function
+calls itself) nest Python frames; their depth is counted per thread and bounded by
+`Limits.max_function_depth`, so a recursive or absurdly deep model is an error naming the
+chain of calls, never a RecursionError.
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from savedmodel.protos import function_pb2, op_def_pb2
 from savedmodel.runtime import executor
 from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import (GraphError, GraphNode, GraphSpec, LoopBody, Plan, Ref, arg_length,
-                                     compile_plan, loop_body)
+                                     compile_plan, loop_body, nesting_error)
 from savedmodel.runtime.registry import Kernel
+
+_CALLS: ContextVar[tuple[str, ...]] = ContextVar("savedmodel_calls", default=())
+"""The functions running in this thread, outermost first."""
 
 
 @dataclass(frozen=True)
@@ -27,9 +37,11 @@ class FunctionBody:
 
 
 class FunctionLibrary:
-    def __init__(self, library: function_pb2.FunctionDefLibrary, op_defs: dict[str, op_def_pb2.OpDef]):
+    def __init__(self, library: function_pb2.FunctionDefLibrary, op_defs: dict[str, op_def_pb2.OpDef],
+                 limits: Limits = DEFAULT):
         self.functions = {f.signature.name: f for f in library.function}
         self.op_defs = op_defs
+        self.limits = limits
         self._plans: dict[str, Plan] = {}
         self._loops: dict[tuple[str, str], LoopBody] = {}
         self._bodies: dict[str, FunctionBody] = {}
@@ -42,16 +54,23 @@ class FunctionLibrary:
 
     def call(self, name: str, inputs: tuple, ctx: executor.Context) -> tuple:
         """Run a function from inside a running plan (a call, branch or loop body)."""
-        plan = self.plan(name)
-        if len(inputs) != len(plan.feeds):
-            raise SavedModelError(f"function {name!r} takes {len(plan.feeds)} inputs, got {len(inputs)}")
-        return executor.run_nested(plan, inputs, ctx)
+        chain = _CALLS.get() + (name,)
+        if len(chain) > self.limits.max_function_depth:
+            raise nesting_error(f"function {chain[0]!r}", chain, self.limits)
+        token = _CALLS.set(chain)
+        try:
+            plan = self.plan(name)
+            if len(inputs) != len(plan.feeds):
+                raise SavedModelError(f"function {name!r} takes {len(plan.feeds)} inputs, got {len(inputs)}")
+            return executor.run_nested(plan, inputs, ctx)
+        finally:
+            _CALLS.reset(token)
 
     def plan(self, name: str) -> Plan:
         plan = self._plans.get(name)
         if plan is None:
             body = self.body(name)
-            spec = GraphSpec(f"function {name!r}", body.nodes, self.op_defs, self)
+            spec = GraphSpec(f"function {name!r}", body.nodes, self.op_defs, self, limits=self.limits)
             plan = self._plans[name] = compile_plan(spec, [(a, 0) for a in body.args], body.rets,
                                                     body.control_rets, keep_stateful=True)
         return plan

@@ -23,21 +23,25 @@ checkpoint through their saved restore functions before the init op runs.
 """
 from __future__ import annotations
 
+import collections
+import functools
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
 from savedmodel.protos import meta_graph_pb2, trackable_object_graph_pb2
 from savedmodel.runtime import executor, structure
 from savedmodel.runtime.deadline import DeadlineExceededError
-from savedmodel.runtime.dtypes import from_enum, from_name
+from savedmodel.runtime.dtypes import UnknownDTypeError, from_enum, from_name
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
 from savedmodel.runtime.executor import Context
 from savedmodel.runtime.feeds import FeedError, to_input
 from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, asset_path
 from savedmodel.runtime.library import FunctionLibrary
-from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, compile_plan
+from savedmodel.runtime.limits import DEFAULT, Limits
+from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, check_ref, compile_plan
 from savedmodel.runtime.protofiles import parse_message
 from savedmodel.runtime.resources import ResourceManager, Variable
 from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
@@ -58,15 +62,17 @@ VARIABLE_VALUE = "VARIABLE_VALUE"
 
 
 def load(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file_access: bool = False,
-         output_dir: str | Path | None = None) -> Model:
+         output_dir: str | Path | None = None, limits: Limits = DEFAULT) -> Model:
     """Load the MetaGraphDef of `export_dir` tagged exactly `tags`.
 
     The model's file-system ops may read inside `export_dir` and `output_dir` and write inside
     `output_dir` only; `allow_file_access=True` lets them (and assets) use any file, as
-    TensorFlow does."""
+    TensorFlow does. `limits` bounds what its files may make the runtime read, allocate or
+    nest (see runtime.limits)."""
     export_dir = Path(export_dir)
-    meta_graph = find_meta_graph(read_saved_model(export_dir), set(tags), str(export_dir))
-    return Model(export_dir, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir)
+    meta_graph = find_meta_graph(read_saved_model(export_dir, limits), set(tags), str(export_dir))
+    return Model(export_dir, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
+                 limits=limits)
 
 
 class Model:
@@ -74,15 +80,18 @@ class Model:
     path), and `variables` (current values by name)."""
 
     def __init__(self, export_dir: Path, meta_graph: meta_graph_pb2.MetaGraphDef, *,
-                 allow_file_access: bool = False, output_dir: str | Path | None = None):
+                 allow_file_access: bool = False, output_dir: str | Path | None = None,
+                 limits: Limits = DEFAULT):
         self.export_dir = export_dir
         self._meta_graph = meta_graph
+        self._limits = limits
+        _check_object_graph(meta_graph.object_graph_def, str(export_dir))
         op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
-        self._library = FunctionLibrary(meta_graph.graph_def.library, op_defs)
+        self._library = FunctionLibrary(meta_graph.graph_def.library, op_defs, limits)
         self._context = Context(self._library, ResourceManager(), file_access=UNRESTRICTED if allow_file_access
                                 else FileAccess.confined(export_dir, output_dir))
         self._assets = self._read_assets()
-        self._graph = _graph_spec(meta_graph, op_defs, self._library, self._context.resources)
+        self._graph = _graph_spec(meta_graph, op_defs, self._library, self._context.resources, limits)
         self._variables_by_node: dict[int, Variable] = {}
         self._resources_by_node: dict[int, object] = {}
         self._object_variables = self._restore_variables()
@@ -153,7 +162,7 @@ class Model:
 
     def _restore_object_variables(self) -> dict[str, Variable]:
         prefix = self._variables_prefix()
-        reader = BundleReader(prefix)
+        reader = BundleReader(prefix, self._limits)
         checkpoint_graph = parse_message(reader.read(OBJECT_GRAPH_KEY)[()],
                                          trackable_object_graph_pb2.TrackableObjectGraph,
                                          f"{index_path(prefix)}: {OBJECT_GRAPH_KEY}")
@@ -164,7 +173,12 @@ class Model:
             if not node.HasField("variable"):
                 continue
             saved = node.variable
-            variable = Variable(saved.name, from_enum(saved.dtype), shape_from_proto(saved.shape))
+            try:
+                dtype = from_enum(saved.dtype)
+            except UnknownDTypeError as err:
+                raise FileFormatError(f"{self.export_dir}: variable {saved.name!r} (object "
+                                      f"{node_id}): {err}") from None
+            variable = Variable(saved.name, dtype, shape_from_proto(saved.shape))
             variable.assign(_checkpoint_value(reader, checkpoint_graph, node_id, variable, prefix))
             self._variables_by_node[node_id] = variable
             variables[paths.get(node_id, saved.name)] = variable
@@ -198,7 +212,7 @@ class Model:
             raise FileFormatError(f"{where}: the object graph has no concrete function {name!r}")
         captures = [self._capture(i, f"concrete function {name!r}") for i in saved.bound_inputs]
         outputs = self.call_function(name, list(args) + captures)
-        return structure.pack_tensors(structure.decode(saved.output_signature, where), list(outputs))
+        return structure.pack_tensors(structure.decode(saved.output_signature, where), list(outputs), where)
 
     def _bind_captured_handles(self) -> None:
         """Point the top-level VarHandleOps that call nodes capture at the restored variables:
@@ -338,7 +352,7 @@ class Model:
         object `node_id`."""
         nodes = self._meta_graph.object_graph_def.nodes
         child = next((c.node_id for c in nodes[node_id].children if c.local_name == local_name), None)
-        if child is None or child >= len(nodes) or not nodes[child].function.concrete_functions:
+        if child is None or not nodes[child].function.concrete_functions:
             raise FileFormatError(f"{where}: captures object {node_id}, which has no {local_name} function")
         return nodes[child].function.concrete_functions[0]
 
@@ -365,12 +379,15 @@ class Signature:
         self.outputs = {k: TensorSpecInfo.from_proto(k, signature.outputs[k]) for k in sorted(signature.outputs)}
         self._model = model
         self._plan: Plan | None = None
-        self._conversions = [(k, from_name(spec.dtype), spec.shape, f"input {k!r} of signature {name!r}")
+        for role, specs in (("input", self.inputs), ("output", self.outputs)):
+            for spec in specs.values():
+                if spec.encoding != "name":
+                    raise FileFormatError(f"signature {name!r}: {spec.key!r} is a {spec.encoding} "
+                                          "tensor, which the runtime does not support")
+                check_ref(model._graph, _parse_ref(spec.tensor_name),
+                          f"signature {name!r}: {role} {spec.key!r}")
+        self._conversions = [(k, _input_dtype(name, k, spec), spec.shape, f"input {k!r} of signature {name!r}")
                              for k, spec in self.inputs.items()]
-        for spec in list(self.inputs.values()) + list(self.outputs.values()):
-            if spec.encoding != "name":
-                raise FileFormatError(f"signature {name!r}: {spec.key!r} is a {spec.encoding} "
-                                      "tensor, which the runtime does not support")
 
     def __call__(self, **feeds) -> dict[str, np.ndarray]:
         if len(feeds) != len(self._conversions) or not all(k in feeds for k, *_ in self._conversions):
@@ -397,6 +414,15 @@ class Signature:
 
     def __repr__(self) -> str:
         return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
+
+
+def _input_dtype(signature: str, key: str, spec: TensorSpecInfo):
+    """The dtype of a signature input, which must be one the runtime knows."""
+    try:
+        return from_name(spec.dtype)
+    except UnknownDTypeError:
+        raise FileFormatError(f"signature {signature!r}: input {key!r} has data type "
+                              f"{spec.dtype}, which is not a DataType the runtime knows") from None
 
 
 class RestoredFunction:
@@ -433,7 +459,8 @@ class _ConcreteFunction:
         self.name = name
         self._model = model
         where = f"concrete function {name!r}"
-        self.args, self.kwargs = _split_signature(structure.decode(saved.canonicalized_input_signature, where))
+        self.args, self.kwargs = _split_signature(structure.decode(saved.canonicalized_input_signature, where),
+                                                   where)
         self.output_structure = structure.decode(saved.output_signature, where)
         self._bound = list(saved.bound_inputs)
         self._captures: list | None = None
@@ -464,13 +491,15 @@ class _ConcreteFunction:
             self._captures = [self._model._capture(node_id, self.name) for node_id in self._bound]
         with np.errstate(all="ignore"):
             outputs = self._model._context.call(self.name, flat + self._captures)
-        return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs])
+        return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs],
+                                      f"concrete function {self.name!r}")
 
 
-def _split_signature(decoded) -> tuple[tuple, dict]:
-    if isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[1], dict):
+def _split_signature(decoded, where: str) -> tuple[tuple, dict]:
+    if (isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[0], (tuple, list))
+            and isinstance(decoded[1], dict)):
         return tuple(decoded[0]), decoded[1]
-    raise FileFormatError("canonicalized_input_signature is not an (args, kwargs) pair")
+    raise FileFormatError(f"{where}: canonicalized_input_signature is not an (args, kwargs) pair")
 
 
 def _flatten_args(spec, value, out: list, where: str) -> None:
@@ -510,17 +539,47 @@ def _attribute_key(graph, node_id: int, name: str, where: str) -> str:
     return keys[0]
 
 
+SIGNATURE_MAP = "signature_map"
+"""The identifier of the object whose children are a model's signatures."""
+_FUNCTION_KINDS = frozenset({"function", "bare_concrete_function"})
+
+
+def _check_object_graph(graph, where: str) -> None:
+    """Every object id the object graph names must be one of its nodes (a negative id would
+    otherwise count from the end), and a signature map may hold only functions."""
+    nodes = graph.nodes
+    for node_id, node in enumerate(nodes):
+        for child in node.children:
+            if not 0 <= child.node_id < len(nodes):
+                _damaged(where, f"object {node_id} has child {child.local_name!r} = object "
+                                f"{child.node_id}, but there are {len(nodes)} objects")
+            kind = nodes[child.node_id].WhichOneof("kind")
+            if node.user_object.identifier == SIGNATURE_MAP and kind not in _FUNCTION_KINDS:
+                _damaged(where, f"signature {child.local_name!r} is object {child.node_id}, "
+                                f"a {kind}, not a function")
+    for name, function in graph.concrete_functions.items():
+        for node_id in function.bound_inputs:
+            if not 0 <= node_id < len(nodes):
+                _damaged(where, f"concrete function {name!r} captures object {node_id}, but "
+                                f"there are {len(nodes)} objects")
+
+
+def _damaged(where: str, what: str) -> NoReturn:
+    raise FileFormatError(f"{where}: the object graph is damaged: {what}")
+
+
 def _object_paths(nodes) -> dict[int, str]:
-    """Dotted path of every object reachable from the root (node 0), first path found wins."""
+    """Dotted path of every object reachable from the root (node 0), first path found wins.
+    Child ids are known to be in range (`_check_object_graph`)."""
     paths: dict[int, str] = {}
-    queue = [(0, "")] if len(nodes) else []
+    queue = collections.deque([(0, "")] if len(nodes) else [])
     seen = {0}
     while queue:
-        node_id, path = queue.pop(0)
+        node_id, path = queue.popleft()
         if path:
             paths[node_id] = path
         for child in nodes[node_id].children:
-            if child.node_id not in seen and child.node_id < len(nodes):
+            if child.node_id not in seen:
                 seen.add(child.node_id)
                 queue.append((child.node_id, f"{path}.{child.local_name}" if path else child.local_name))
     return paths
@@ -538,10 +597,11 @@ def _parse_ref(text: str) -> Ref:
     return name, int(index or 0)
 
 
-def _graph_spec(meta_graph, op_defs, library: FunctionLibrary, resources: ResourceManager) -> GraphSpec:
+def _graph_spec(meta_graph, op_defs, library: FunctionLibrary, resources: ResourceManager,
+                limits: Limits) -> GraphSpec:
     nodes = {}
     for node in meta_graph.graph_def.node:
         data = [_parse_ref(text) for text in node.input if not text.startswith("^")]
         control = [text[1:] for text in node.input if text.startswith("^")]
         nodes[node.name] = GraphNode(node.name, node.op, node.attr, data, control)
-    return GraphSpec("graph", nodes, op_defs, library, resources)
+    return GraphSpec("graph", nodes, op_defs, library, resources, limits)

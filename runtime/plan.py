@@ -27,6 +27,7 @@ from savedmodel.protos import op_def_pb2
 from savedmodel.runtime import registry
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.straight_line import Layout, PlanFunction, compile_plan_function
 
 Ref = tuple[str, int]
@@ -38,6 +39,19 @@ PASS_THROUGH_OPS = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot
 
 class GraphError(SavedModelError, ValueError):
     """A graph that cannot be compiled: dangling references, cycles, unfed placeholders."""
+
+
+class NestingError(GraphError):
+    """Function calls nested past `Limits.max_function_depth`. Its message names the whole
+    chain of calls, so the executor passes it on as it is instead of prefixing every level's
+    call node (64 of them)."""
+
+
+def nesting_error(where: str, chain: tuple[str, ...], limits: Limits) -> NestingError:
+    shown = chain if len(chain) <= 8 else (*chain[:3], "...", *chain[-3:])
+    return NestingError(f"{where}: function calls nest more than "
+                        f"{limits.exceeded('max_function_depth')} deep ({' -> '.join(shown)}); "
+                        "does a function call itself?")
 
 
 @dataclass
@@ -179,6 +193,39 @@ class GraphSpec:
     library: object = None
     resources: object = None
     """The model's variables: a VarHandleOp of an existing variable is then a constant."""
+    limits: Limits = DEFAULT
+    """What Const values may expand to and how deep calls may nest (see runtime.limits)."""
+
+
+def output_count(spec: GraphSpec, node: GraphNode) -> int | None:
+    """How many outputs `node` has, by its op definition or the signature of the library
+    function it names; None when the model defines neither."""
+    op_def = spec.op_defs.get(node.op)
+    if op_def is None and spec.library is not None and node.op in spec.library.functions:
+        op_def = spec.library.functions[node.op].signature
+    if op_def is None:
+        return None
+    attrs = _with_defaults(node, op_def)
+    needed = [arg.number_attr or arg.type_list_attr for arg in op_def.output_arg]
+    missing = [name for name in needed if name and name not in attrs]
+    if missing:
+        raise GraphError(f"{spec.where}: node {node.name!r} (op {node.op}) has no attr "
+                         f"{missing[0]!r}, which says how many outputs it has")
+    return sum(arg_length(arg, attrs) for arg in op_def.output_arg)
+
+
+def check_ref(spec: GraphSpec, ref: Ref, where: str) -> None:
+    """`ref` must name an existing node and one of its outputs (checked before planning: an
+    index such as `x:2147483647` would otherwise stand for that many outputs)."""
+    name, index = ref
+    node = spec.nodes.get(name)
+    if node is None:
+        raise GraphError(f"{where}: tensor '{name}:{index}' names node {name!r}, which the "
+                         f"{spec.where} does not have")
+    count = output_count(spec, node)
+    if count is not None and not 0 <= index < count:
+        raise GraphError(f"{where}: tensor '{name}:{index}' names output {index} of node "
+                         f"{name!r} (op {node.op}), which has {count} output(s)")
 
 
 def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
@@ -186,6 +233,9 @@ def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
     from savedmodel.runtime.inline import simplify
 
     feeds, fetches, targets = list(feeds), list(fetches), list(targets)
+    for ref in feeds + fetches:
+        if ref[0] in spec.nodes:  # unknown names are reported with the walk below
+            check_ref(spec, ref, spec.where)
     fed = {name for name, _ in feeds}
     nodes, fetches, targets = simplify(spec, fed, fetches, targets)
     roots = [name for name, _ in fetches] + targets
@@ -263,7 +313,11 @@ def _without_pass_through(spec: GraphSpec, nodes: dict[str, GraphNode], order: l
 
     def resolve(ref: Ref) -> Ref:
         while ref[0] in sources:
-            ref = sources[ref[0]][ref[1]]
+            passed = sources[ref[0]]
+            if ref[1] >= len(passed):
+                raise GraphError(f"{spec.where}: reference to output {ref[1]} of node "
+                                 f"{ref[0]!r} (op {nodes[ref[0]].op}), which has {len(passed)}")
+            ref = passed[ref[1]]
         return ref
 
     kept, rewired = [], dict(nodes)
@@ -383,7 +437,7 @@ def _takes(fn: Callable, count: int) -> bool:
 
 def _attrs(spec: GraphSpec, node: GraphNode) -> dict:
     where = f"{spec.where}: node {node.name!r} (op {node.op})"
-    return decode_attrs(_with_defaults(node, spec.op_defs.get(node.op)), where)
+    return decode_attrs(_with_defaults(node, spec.op_defs.get(node.op)), where, spec.limits)
 
 
 def _constant(spec: GraphSpec, node: GraphNode):

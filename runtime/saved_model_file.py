@@ -12,26 +12,33 @@ from google.protobuf import text_format
 
 from savedmodel.protos import meta_graph_pb2, saved_model_pb2, types_pb2
 from savedmodel.runtime.errors import FileFormatError
-from savedmodel.runtime.protofiles import read_message
+from savedmodel.runtime.limits import DEFAULT, Limits
+from savedmodel.runtime.protofiles import read_file, read_message
 from savedmodel.runtime.tensor_proto import shape_from_proto
 
 SAVED_MODEL_PB = "saved_model.pb"
 SAVED_MODEL_PBTXT = "saved_model.pbtxt"
 
 
-def read_saved_model(export_dir: str | Path) -> saved_model_pb2.SavedModel:
-    """The SavedModel message of `export_dir` (binary `saved_model.pb`, else `.pbtxt`)."""
+def read_saved_model(export_dir: str | Path, limits: Limits = DEFAULT) -> saved_model_pb2.SavedModel:
+    """The SavedModel message of `export_dir` (binary `saved_model.pb`, else `.pbtxt`).
+
+    Whatever stands at either name is read (and must be a regular file within `limits`), so
+    that a FIFO or device there is an error rather than "not a SavedModel directory"."""
     export_dir = Path(export_dir)
     if not export_dir.is_dir():
         raise FileFormatError(f"{export_dir}: not a directory")
     binary, text = export_dir / SAVED_MODEL_PB, export_dir / SAVED_MODEL_PBTXT
-    if binary.is_file():
-        return read_message(binary, saved_model_pb2.SavedModel)
-    if text.is_file():
+    if binary.exists():
+        return read_message(binary, saved_model_pb2.SavedModel, limits)
+    if text.exists():
         try:
-            return text_format.Parse(text.read_text(), saved_model_pb2.SavedModel())
+            return text_format.Parse(read_file(text, limits).decode("utf-8"), saved_model_pb2.SavedModel())
         except (text_format.ParseError, UnicodeDecodeError) as err:
             raise FileFormatError(f"{text}: not a valid SavedModel text file ({err})") from None
+        except RecursionError:  # the text parser recurses once per nested message
+            raise FileFormatError(f"{text}: not a valid SavedModel text file (messages nested "
+                                  "too deeply)") from None
     raise FileFormatError(f"{export_dir}: no {SAVED_MODEL_PB} or {SAVED_MODEL_PBTXT}; "
                           "not a SavedModel directory")
 

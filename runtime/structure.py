@@ -88,13 +88,14 @@ def flatten(structure) -> list:
     return [structure]
 
 
-def pack_tensors(structure, tensors: list):
-    """Replace the TensorSpec leaves of `structure`, in flattening order, by `tensors`."""
-    remaining = iter(tensors)
-    packed = _pack(structure, remaining)
-    if next(remaining, None) is not None:
-        raise ValueError("more tensors than the structure has tensor leaves")
-    return packed
+def pack_tensors(structure, tensors: list, where: str):
+    """Replace the TensorSpec leaves of `structure`, in flattening order, by `tensors`; a
+    saved structure with another number of leaves than the function returned is an error."""
+    leaves = sum(isinstance(leaf, TensorSpec) for leaf in flatten(structure))
+    if leaves != len(tensors):
+        raise FileFormatError(f"{where}: the saved output structure has {leaves} tensors, but "
+                              f"the function returns {len(tensors)}")
+    return _pack(structure, iter(tensors))
 
 
 def _pack(structure, remaining):

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from savedmodel.runtime.checksums import crc32c, unmask
 from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.limits import DEFAULT, Limits
+from savedmodel.runtime.protofiles import read_file
 from savedmodel.runtime.varint import read_varint
 
 TABLE_MAGIC = 0xDB4775248B80FB57
@@ -20,9 +22,9 @@ BLOCK_TRAILER_SIZE = 5
 NO_COMPRESSION = 0
 
 
-def read_table(path: str | Path) -> list[tuple[bytes, bytes]]:
+def read_table(path: str | Path, limits: Limits = DEFAULT) -> list[tuple[bytes, bytes]]:
     """All (key, value) records of the table at `path`, in key order."""
-    data = _read_file(Path(path))
+    data = read_file(path, limits)
     where = str(path)
     index = _read_block(data, _footer_index_handle(data, where), where, "index block")
     records = []
@@ -30,15 +32,6 @@ def read_table(path: str | Path) -> list[tuple[bytes, bytes]]:
         handle, _ = _read_handle(handle_bytes, 0, f"{where}: index entry")
         records.extend(_read_block(data, handle, where, f"data block at offset {handle[0]}"))
     return records
-
-
-def _read_file(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: no such file") from None
-    except OSError as err:
-        raise FileFormatError(f"{path}: cannot read ({err.strerror})") from None
 
 
 def _footer_index_handle(data: bytes, where: str) -> tuple[int, int]:

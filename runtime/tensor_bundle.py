@@ -15,7 +15,6 @@ wrong values or an allocation the files cannot back.
 from __future__ import annotations
 
 import math
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +25,11 @@ import numpy as np
 from savedmodel.protos import tensor_bundle_pb2
 from savedmodel.runtime import dtypes
 from savedmodel.runtime.checksums import crc32c, mask
-from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.errors import FileFormatError, SavedModelError
+from savedmodel.runtime.limits import DEFAULT, Limits
+from savedmodel.runtime.protofiles import open_regular
 from savedmodel.runtime.table import read_table
-from savedmodel.runtime.tensor_proto import shape_from_proto
+from savedmodel.runtime.tensor_proto import checked_dims, shape_from_proto
 from savedmodel.runtime.varint import read_varint
 
 HEADER_KEY = b""
@@ -46,13 +47,20 @@ def shard_path(prefix: str | Path, shard: int, num_shards: int) -> Path:
     return Path(f"{prefix}.data-{shard:05d}-of-{num_shards:05d}")
 
 
+class NoSuchTensorError(SavedModelError, KeyError):
+    """A key the checkpoint does not hold (a KeyError too, as for a dict)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class BundleReader:
     """Random access to the tensors of one checkpoint, given its prefix (path minus `.index`)."""
 
-    def __init__(self, prefix: str | Path):
+    def __init__(self, prefix: str | Path, limits: Limits = DEFAULT):
         self.prefix = str(prefix)
         self._index = index_path(prefix)
-        records = read_table(self._index)
+        records = read_table(self._index, limits)
         if not records or records[0][0] != HEADER_KEY:
             raise FileFormatError(f"{self._index}: no bundle header under the empty key")
         self.header = self._parse(tensor_bundle_pb2.BundleHeaderProto, records[0][1], "header")
@@ -76,7 +84,7 @@ class BundleReader:
         try:
             return self.entries[key]
         except KeyError:
-            raise KeyError(f"{self._index}: no tensor named {key!r}") from None
+            raise NoSuchTensorError(f"{self._index}: no tensor named {key!r}") from None
 
     def raw_entries(self) -> list[tuple[bytes, tensor_bundle_pb2.BundleEntryProto]]:
         """Every record but the header, slice records included, as (raw key, entry) in key order."""
@@ -177,14 +185,10 @@ class _Shards:
     def _open(self, shard: int, where: str) -> tuple[BinaryIO, int, Path]:
         if shard not in self._files:
             path = shard_path(self._prefix, shard, self._num_shards)
-            try:
-                file = open(path, "rb", buffering=0)
-            except FileNotFoundError:
-                raise FileFormatError(f"{where}: data shard {path} is missing") from None
-            except OSError as err:
-                raise FileFormatError(f"{where}: cannot read data shard {path} "
-                                      f"({err.strerror})") from None
-            self._files[shard] = (file, os.fstat(file.fileno()).st_size, path)
+            if not path.exists():
+                raise FileFormatError(f"{where}: data shard {path} is missing")
+            file, size = open_regular(path, f"{where}: data shard")
+            self._files[shard] = (file, size, path)
         return self._files[shard]
 
 
@@ -202,12 +206,10 @@ def _checked_shape(proto, dtype: dtypes.DType, where: str) -> tuple[int, ...]:
     shape = shape_from_proto(proto)
     if shape is None or any(d is None for d in shape):
         raise FileFormatError(f"{where}: stored shape {shape} is not fully defined")
-    if any(d < 0 for d in shape):
-        raise FileFormatError(f"{where}: stored shape {list(shape)} has a negative dimension")
     if math.prod(shape) * max(dtype.itemsize, 1) > INT64_MAX:
         raise FileFormatError(f"{where}: stored shape {list(shape)} overflows the tensor size "
                               "limit of 2**63 - 1 bytes")
-    return shape
+    return checked_dims(shape, f"{where}: ", "stored tensor", FileFormatError)
 
 
 def _slice_region(spec, shape: tuple[int, ...], where: str) -> tuple[tuple[int, int], ...]:

@@ -4,7 +4,8 @@ Reading accepts every encoding TensorFlow produces: packed `tensor_content`, eac
 field, and the rule that a typed field with fewer values than the shape holds repeats its last
 value (no values at all means zeros). Writing produces the encoding TensorFlow's
 `make_tensor_proto` gives a numpy array, so Const nodes we write match TensorFlow's byte for byte.
-Sizes claimed by the message are checked before anything is allocated.
+Sizes claimed by the message are checked before anything is allocated: packed bytes against
+the shape, and what a compact form expands to against `Limits.max_const_bytes`.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from savedmodel.protos import tensor_pb2, tensor_shape_pb2, types_pb2
 from savedmodel.runtime import dtypes
 from savedmodel.runtime.dtypes import DType
 from savedmodel.runtime.errors import FileFormatError, TensorProtoError
+from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.varint import read_varint
 
 Shape = tuple[int, ...]
@@ -32,6 +34,8 @@ bool, uint16, complex and string tensors always use their typed field."""
 
 MAX_ELEMENTS = 2**62
 """No array can hold this many elements; a shape that claims as many is corrupt."""
+MAX_RANK = 64
+"""numpy's limit on an array's dimensions (TensorFlow's own is 254)."""
 
 _HALF_TYPES = frozenset({types_pb2.DT_HALF, types_pb2.DT_BFLOAT16})
 _COMPLEX_TYPES = frozenset({types_pb2.DT_COMPLEX64, types_pb2.DT_COMPLEX128})
@@ -55,7 +59,7 @@ def shape_from_proto(proto: tensor_shape_pb2.TensorShapeProto) -> tuple[int | No
     return tuple(None if d.size == -1 else d.size for d in proto.dim)
 
 
-def to_numpy(proto: tensor_pb2.TensorProto, where: str = "") -> np.ndarray:
+def to_numpy(proto: tensor_pb2.TensorProto, where: str = "", limits: Limits = DEFAULT) -> np.ndarray:
     """The value of a TensorProto as a new, writable numpy array.
 
     Strings come back as an object array of `bytes`. `where` names the node, file or key the
@@ -63,12 +67,14 @@ def to_numpy(proto: tensor_pb2.TensorProto, where: str = "") -> np.ndarray:
     """
     prefix = f"{where}: " if where else ""
     dtype = _convertible_dtype(proto.dtype, prefix)
-    shape = _defined_shape(proto.tensor_shape, prefix)
+    if proto.tensor_shape.unknown_rank:
+        raise TensorProtoError(f"{prefix}tensor value has an unknown rank")
+    shape = checked_dims(tuple(d.size for d in proto.tensor_shape.dim), prefix, "tensor value")
     count = math.prod(shape)
     if proto.tensor_content:
         flat = _from_content(proto.tensor_content, dtype, count, prefix)
     else:
-        flat = _from_field(proto, dtype, count, prefix)
+        flat = _from_field(proto, dtype, count, prefix, limits)
     return flat.reshape(shape)
 
 
@@ -161,15 +167,17 @@ def _convertible_dtype(enum: int, prefix: str) -> DType:
     return row
 
 
-def _defined_shape(proto: tensor_shape_pb2.TensorShapeProto, prefix: str) -> Shape:
-    if proto.unknown_rank:
-        raise TensorProtoError(f"{prefix}tensor value has an unknown rank")
-    sizes = tuple(d.size for d in proto.dim)
+def checked_dims(sizes: Shape, prefix: str, what: str, error=TensorProtoError) -> Shape:
+    """`sizes` if an array of that shape can exist: no negative or unknown dimension, at most
+    numpy's 64 dimensions, fewer than 2**62 elements (not counting zero dimensions, since numpy
+    rejects (2**40, 0, 2**40) too); else `error` naming `what`."""
+    if len(sizes) > MAX_RANK:
+        raise error(f"{prefix}{what} has rank {len(sizes)}; numpy arrays have at most {MAX_RANK} "
+                    "dimensions (TensorFlow allows 254), so the runtime cannot hold it")
     if any(size < 0 for size in sizes):
-        raise TensorProtoError(f"{prefix}tensor value has a negative dimension in shape {list(sizes)}")
-    if math.prod(sizes) >= MAX_ELEMENTS:
-        raise TensorProtoError(f"{prefix}tensor shape {list(sizes)} holds more elements than an "
-                               "array can")
+        raise error(f"{prefix}{what} has a negative dimension in shape {list(sizes)}")
+    if math.prod(size for size in sizes if size) >= MAX_ELEMENTS:  # numpy counts past a 0 too
+        raise error(f"{prefix}{what} shape {list(sizes)} has more elements than an array can")
     return sizes
 
 
@@ -184,7 +192,8 @@ def _from_content(content: bytes, row: DType, count: int, prefix: str) -> np.nda
     return np.frombuffer(content, dtype=row.numpy.newbyteorder("<")).astype(row.numpy)
 
 
-def _from_field(proto: tensor_pb2.TensorProto, row: DType, count: int, prefix: str) -> np.ndarray:
+def _from_field(proto: tensor_pb2.TensorProto, row: DType, count: int, prefix: str,
+                limits: Limits) -> np.ndarray:
     values = getattr(proto, row.field)
     if row.enum in _COMPLEX_TYPES:
         if len(values) % 2:
@@ -196,6 +205,11 @@ def _from_field(proto: tensor_pb2.TensorProto, row: DType, count: int, prefix: s
     if given > count:
         raise TensorProtoError(f"{prefix}{row.field} holds {given} values, more than the "
                                f"{count} elements of the tensor's shape")
+    expanded = count * (row.itemsize or np.dtype(object).itemsize)
+    if given < count and expanded > limits.max_const_bytes:
+        raise TensorProtoError(f"{prefix}{row.field} holds {given} values that would expand to "
+                               f"{count} elements ({expanded} bytes), more than "
+                               f"{limits.exceeded('max_const_bytes')}")
     if given == 0:
         return np.full(count, b"", dtype=object) if row.is_string else np.zeros(count, row.numpy)
     flat = _decode_values(values, row, prefix)

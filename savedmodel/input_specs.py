@@ -1,16 +1,23 @@
 """Parsing the input specifications of `savedmodel run` and `compare`.
 
 `--inputs 'x=a.npy;y=b.npz[key]'` names numpy files (loaded without pickle, so a file cannot run
-code); `--input-exprs 'x=[[1,2]]'` gives Python literals, parsed with `ast.literal_eval`, never
+code; regular files only, and a header must not claim more bytes than the file holds, since
+numpy allocates what it claims before reading); `--input-exprs 'x=[[1,2]]'` gives Python literals, parsed with `ast.literal_eval`, never
 evaluated as code.
 """
 from __future__ import annotations
 
 import ast
+import io
+import math
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.protofiles import open_regular
 
 _FILE_SPEC = re.compile(r"^(?P<path>.+?)(?:\[(?P<key>[^\]]+)\])?$")
 
@@ -65,21 +72,65 @@ def _assignments(spec: str | None, option: str) -> list[tuple[str, str]]:
 def _load_file(name: str, value: str) -> np.ndarray:
     match = _FILE_SPEC.match(value)
     path, key = Path(match["path"]), match["key"]
+    where = f"--inputs: {name}: {path}"
     try:
-        loaded = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputSpecError(f"--inputs: {name}: no such file {path}") from None
-    except ValueError as err:
-        raise InputSpecError(f"--inputs: {name}: cannot load {path} without pickle ({err})") from None
-    if isinstance(loaded, np.ndarray):
-        if key:
-            raise InputSpecError(f"--inputs: {name}: {path} is a .npy file; [key] applies to .npz")
-        return loaded
-    with loaded:
-        keys = list(loaded.keys())
-        if key is None and len(keys) == 1:
-            key = keys[0]
-        if key not in keys:
-            raise InputSpecError(f"--inputs: {name}: {path} has arrays {keys}; name one as "
-                                 f"{path}[key]")
-        return loaded[key]
+        file, size = open_regular(path)
+    except FileFormatError as err:
+        raise InputSpecError(f"--inputs: {name}: {err}") from None
+    with io.BufferedReader(file) as stream:
+        is_zip = zipfile.is_zipfile(stream)
+        stream.seek(0)
+        if not is_zip:
+            if key:
+                raise InputSpecError(f"{where} is a .npy file; [key] applies to .npz")
+            return _read_npy(stream, size, where)
+        try:
+            with zipfile.ZipFile(stream) as archive:
+                return _read_npz_member(archive, key, where, path)
+        except (zipfile.BadZipFile, EOFError, OSError) as err:
+            raise InputSpecError(f"{where}: damaged .npz file ({err})") from None
+
+
+DEFLATE_MAX_RATIO = 1032
+"""Deflate cannot expand data more than about 1032-fold: what an .npz member may claim."""
+
+
+def _read_npz_member(archive: zipfile.ZipFile, key: str | None, where: str, path: Path) -> np.ndarray:
+    """One array of an .npz archive (a zip of .npy files), by key; the only one without a key."""
+    names = {n.removesuffix(".npy"): n for n in archive.namelist()}
+    if key is None and len(names) == 1:
+        key = next(iter(names))
+    if key not in names:
+        raise InputSpecError(f"{where} has arrays {list(names)}; name one as {path}[key]")
+    info = archive.getinfo(names[key])
+    bound = {zipfile.ZIP_STORED: info.compress_size,
+             zipfile.ZIP_DEFLATED: info.compress_size * DEFLATE_MAX_RATIO}.get(info.compress_type)
+    if bound is None or info.file_size > bound:
+        raise InputSpecError(f"{where}[{key}]: the archive claims {info.file_size} bytes from "
+                             f"{info.compress_size} stored (compression type {info.compress_type}); "
+                             "only stored or deflated members that can hold their size are read")
+    with archive.open(info) as member:
+        return _read_npy(member, info.file_size, f"{where}[{key}]")
+
+
+def _read_npy(stream, size: int, where: str) -> np.ndarray:
+    """The array of a .npy stream of `size` bytes, once its header's shape and dtype are known
+    to fit those bytes: numpy would allocate whatever the header claims before reading."""
+    try:
+        version = np.lib.format.read_magic(stream)
+        header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                  else np.lib.format.read_array_header_2_0)
+        shape, _, dtype = header(stream)
+    except (ValueError, EOFError) as err:
+        raise InputSpecError(f"{where}: not a numpy .npy file ({err})") from None
+    if dtype.hasobject:
+        raise InputSpecError(f"{where}: holds Python objects, which load only with pickle")
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > size:
+        raise InputSpecError(f"{where}: the header claims shape {list(shape)} of {dtype} "
+                             f"({claimed} bytes), but the file has {size} bytes")
+    stream.seek(0)
+    try:
+        return np.lib.format.read_array(stream, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise InputSpecError(f"{where}: cannot load ({err})") from None

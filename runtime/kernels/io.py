@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from savedmodel.runtime.bundle_writer import AtomicFiles
-from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime import protofiles
+from savedmodel.runtime.atomic_files import write_file as write_atomically
+from savedmodel.runtime.errors import FileFormatError, KernelError
 from savedmodel.runtime.registry import kernel
 from savedmodel.runtime.tensor_proto import string_text
 
@@ -33,15 +34,12 @@ def checked_path(ctx, filename, op: str, write: bool = False) -> Path:
 
 def read_bytes(path: Path, op: str) -> bytes:
     """A file's contents, or a KernelError naming the file (TensorFlow's NotFound and
-    FailedPrecondition)."""
+    FailedPrecondition). Only regular files are read: a FIFO or device in place of an asset
+    would block or never end."""
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise KernelError(f"{op}: {path}: no such file") from None
-    except IsADirectoryError:
-        raise KernelError(f"{op}: {path}: is a directory") from None
-    except OSError as err:
-        raise KernelError(f"{op}: {path}: {err.strerror or err}") from None
+        return protofiles.read_file(path)
+    except FileFormatError as err:
+        raise KernelError(f"{op}: {err}") from None
 
 
 @kernel("ReadFile", context=True)
@@ -59,9 +57,7 @@ def write_file(ctx, filename, contents, **_):
     data = np.asarray(contents).item()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with AtomicFiles() as files:
-            files.write(path, lambda out: out.write(data if isinstance(data, bytes) else str(data).encode()))
-            files.commit()
+        write_atomically(path, lambda out: out.write(data if isinstance(data, bytes) else str(data).encode()))
     except OSError as err:
         raise KernelError(f"WriteFile: {path}: {err.strerror or err}") from None
     return ()

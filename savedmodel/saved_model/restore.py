@@ -79,7 +79,6 @@ class _ObjectTree:
         self._building: set[int] = set()
 
     def build(self) -> Any:
-        self._check_references()
         kinds = [node.WhichOneof("kind") for node in self._nodes]
         for node_id, kind in enumerate(kinds):
             if kind not in ("function", "bare_concrete_function") and not self._from_children(node_id):
@@ -96,20 +95,6 @@ class _ObjectTree:
         for node_id in range(len(self._nodes)):
             self._attach_children(node_id)
         return self._objects[0]
-
-    def _check_references(self) -> None:
-        count = len(self._nodes)
-        graph = self._model.meta_graph.object_graph_def
-        for node_id, node in enumerate(self._nodes):
-            for child in node.children:
-                if not 0 <= child.node_id < count:
-                    self._corrupt(f"object {node_id} has child {child.local_name!r} = object "
-                                  f"{child.node_id}, but there are {count} objects")
-        for name, saved in graph.concrete_functions.items():
-            for node_id in saved.bound_inputs:
-                if not 0 <= node_id < count:
-                    self._corrupt(f"concrete function {name!r} captures object {node_id}, but "
-                                  f"there are {count} objects")
 
     def _corrupt(self, what: str) -> None:
         raise FileFormatError(f"{self._model.export_dir}: the object graph is damaged: {what}")
