@@ -24,7 +24,6 @@ checkpoint through their saved restore functions before the init op runs.
 from __future__ import annotations
 
 import collections
-import functools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn

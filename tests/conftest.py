@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 
 DATA = Path(__file__).parent / "data"
 REFERENCE = DATA / "reference"
@@ -52,25 +52,19 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.tensorflow)
 
 
-FUZZ_EXAMPLES = 25
-"""Examples per fuzz test in a normal run: seeded, so CI sees the same cases every time."""
-_fuzz = {"examples": FUZZ_EXAMPLES}
 
+def fuzz_settings(examples: int):
+    """The decorator that makes a hypothesis test a fuzz test (tests/test_fuzz_*.py): `examples`
+    derandomized cases, so CI sees the same ones every run; SAVEDMODEL_FUZZ_EXAMPLES=N runs N
+    instead and SAVEDMODEL_FUZZ_SEED=S draws other cases from seed S (a longer campaign, see the
+    README). No per-example deadline (the tests bound time themselves) and no example database
+    written into the checkout."""
+    examples = int(os.environ.get("SAVEDMODEL_FUZZ_EXAMPLES", examples))
+    chosen_seed = os.environ.get("SAVEDMODEL_FUZZ_SEED")
+    configured = settings(max_examples=examples, derandomize=chosen_seed is None, deadline=None,
+                          database=None, suppress_health_check=list(HealthCheck))
 
-def pytest_addoption(parser):
-    parser.addoption("--fuzz-examples", type=int, default=FUZZ_EXAMPLES,
-                     help="examples per fuzz test (tests/test_fuzz_*.py); more than the default "
-                          "also draws new random cases each run instead of the seeded ones")
-
-
-def pytest_configure(config):
-    _fuzz["examples"] = config.getoption("--fuzz-examples")
-
-
-def fuzz_settings(test):
-    """Hypothesis settings of the fuzz tests: `--fuzz-examples` cases, seeded unless a longer
-    campaign was asked for, no per-example deadline (the tests bound time themselves) and no
-    example database written into the checkout."""
-    examples = _fuzz["examples"]
-    return settings(max_examples=examples, derandomize=examples <= FUZZ_EXAMPLES, deadline=None,
-                    database=None, suppress_health_check=list(HealthCheck))(test)
+    def decorate(test):
+        test = configured(test)
+        return seed(int(chosen_seed))(test) if chosen_seed is not None else test
+    return decorate

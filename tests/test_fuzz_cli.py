@@ -2,8 +2,8 @@
 `Error:` line with exit status 1, or click's usage error with exit status 2; never a traceback,
 a hang or a crash.
 
-Seeded and bounded so the suite stays fast: `--fuzz-examples N` (see conftest.py) runs a longer
-campaign.
+Derandomized and bounded so the suite stays fast (25 examples per test); a longer campaign:
+`SAVEDMODEL_FUZZ_EXAMPLES=2000 SAVEDMODEL_FUZZ_SEED=1 bash tools/run-tests tests/test_fuzz_cli.py`.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from savedmodel.cli import main
 SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
 SIGNATURES = ["dense", "next_collatz", "power", "serving_default", "simple_relu", "sum_even",
               "unused_gather"]
+FUZZ = fuzz_settings(25)
 LITERAL_ALPHABET = "0123456789[](),.-+eE'\"jnaNifb x_=;:{}"
 
 
@@ -47,7 +48,7 @@ def _literal() -> st.SearchStrategy[str]:
     return st.one_of(nested, deep)
 
 
-@fuzz_settings
+@FUZZ
 @given(signature=st.sampled_from(SIGNATURES), name=st.sampled_from(["x", "n", "items", "y", ""]),
        value=_literal())
 def test_run_input_exprs(signature, name, value):
@@ -55,14 +56,14 @@ def test_run_input_exprs(signature, name, value):
              "--input-exprs", f"{name}={value}"])
 
 
-@fuzz_settings
+@FUZZ
 @given(spec=st.text(LITERAL_ALPHABET + "/.npyz", max_size=40))
 def test_run_input_spec_syntax(spec):
     _invoke(["run", SEEDS, "--signature-def", "dense", "--timeout", "5", "--inputs", spec,
              "--input-exprs", spec])
 
 
-@fuzz_settings
+@FUZZ
 @given(header=st.binary(max_size=120), body=st.binary(max_size=64),
        kind=st.sampled_from(["npy", "npz"]))
 def test_run_damaged_numpy_files(tmp_path_factory, header, body, kind):
@@ -79,7 +80,7 @@ def test_run_damaged_numpy_files(tmp_path_factory, header, body, kind):
     _invoke(["run", SEEDS, "--signature-def", "dense", "--timeout", "5", "--inputs", f"x={path}"])
 
 
-@fuzz_settings
+@FUZZ
 @given(command=st.sampled_from(["show", "graph", "ops"]),
        option=st.sampled_from(["--signature-def", "--tag-set", "--function"]),
        value=st.text(max_size=30))
@@ -89,7 +90,7 @@ def test_inspection_options(command, option, value):
     _invoke([command, SEEDS, option, value], statuses=(0, 1, 2))
 
 
-@fuzz_settings
+@FUZZ
 @given(prefix=st.sampled_from(CHECKPOINT_PREFIXES), tensor=st.text(max_size=60))
 def test_ckpt_tensor_names(prefix, tensor):
     _invoke(["ckpt", prefix, "--tensor", tensor], statuses=(0, 1, 2))

@@ -7,31 +7,28 @@ call, or `BundleReader` reading every tensor) in a child process with bounded me
 (tests/bounded.py). The only acceptable outcomes are success and a SavedModelError: any other
 exception, a hang or running out of the memory bound is a defect.
 
-Derandomized, so CI runs the same examples every time (100 per file kind). A longer
+Derandomized, so CI runs the same examples every time (100 per file kind; conftest.fuzz_settings). A longer
 campaign: `SAVEDMODEL_FUZZ_EXAMPLES=5000 bash tools/run-tests tests/test_fuzz_formats.py`, and
 `SAVEDMODEL_FUZZ_SEED=<n>` for other examples than CI's.
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
-from hypothesis import HealthCheck, assume, given, seed, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from bounded import bounded_call
-from conftest import CHECKPOINTS, SAVEDMODELS
+from conftest import CHECKPOINTS, SAVEDMODELS, fuzz_settings
 from savedmodel.protos import saved_model_pb2
 from savedmodel.runtime import load
 from savedmodel.runtime.tensor_bundle import BundleReader
 
-EXAMPLES = int(os.environ.get("SAVEDMODEL_FUZZ_EXAMPLES", "100"))
-SEED = int(os.environ.get("SAVEDMODEL_FUZZ_SEED", "0"))
 SECONDS = 20
 """Time bound of one example: loading and one call take well under a second."""
 
@@ -39,9 +36,7 @@ SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
 CALLED = ("simple_relu", "dense", "serving_default")
 """Signatures without loops, so that a damaged model cannot run an endless (valid) While loop."""
 
-FUZZ = settings(derandomize=not os.environ.get("SAVEDMODEL_FUZZ_SEED"), max_examples=EXAMPLES,
-                deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = fuzz_settings(100)
 
 _positions = st.floats(min_value=0, max_value=1, allow_nan=False)
 mutations = st.lists(st.one_of(
@@ -129,7 +124,6 @@ def _seeds_file(name: str) -> bytes:
     return (SEEDS / name).read_bytes()
 
 
-@seed(SEED)
 @FUZZ
 @given(steps=mutations)
 def test_damaged_saved_model_pb(scratch, steps):
@@ -149,7 +143,6 @@ PART_COUNT = len(_parts(saved_model_pb2.SavedModel.FromString(
     (SEEDS / "saved_model.pb").read_bytes()).meta_graphs[0]))
 
 
-@seed(SEED)
 @FUZZ
 @given(steps=mutations, part=st.integers(0, PART_COUNT - 1))
 def test_damaged_part_of_saved_model_pb(scratch, steps, part):
@@ -167,7 +160,6 @@ def test_damaged_part_of_saved_model_pb(scratch, steps, part):
         _check(_load_and_call, scratch / "model")
 
 
-@seed(SEED)
 @FUZZ
 @given(steps=mutations)
 def test_damaged_graph_def(scratch, steps):
@@ -189,7 +181,6 @@ def _field(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
-@seed(SEED)
 @FUZZ
 @given(steps=mutations, which=st.sampled_from(["seeds", "single"]))
 def test_damaged_variables_index(scratch, steps, which):
@@ -200,7 +191,6 @@ def test_damaged_variables_index(scratch, steps, which):
             _check(_load_and_call, scratch / "model")
 
 
-@seed(SEED)
 @FUZZ
 @given(steps=mutations)
 def test_damaged_data_shard(scratch, steps):
