@@ -9,8 +9,9 @@ folder) and write only inside an output folder the caller names, unless the call
 file system asks the execution context's `FileAccess` through `check`, which resolves symbolic
 links first, so a link cannot lead a path out of its folder.
 
-Asset file names are checked the same way when a model is loaded (`asset_path`): an asset is a
-file the model carries, so its path must stay inside the model's directory.
+The files the loader itself reads are checked the same way (`model_file`): an asset, the
+variables' index and each data shard are files the model carries, so their paths must stay
+inside the model's directory.
 """
 from __future__ import annotations
 
@@ -87,15 +88,21 @@ def asset_path(model_dir: Path, filename: str, origin: str, access: FileAccess) 
     """The path of an asset's copy, `model_dir/assets/<filename>`, checked (unless `access`
     is unrestricted) to stay inside `model_dir` once symbolic links (the file's or
     `assets/`'s) are resolved. `origin` names where the asset is recorded, for the error."""
-    path = model_dir / "assets" / filename
+    return model_file(model_dir, model_dir / "assets" / filename, f"asset {filename!r} ({origin})", access)
+
+
+def model_file(model_dir: Path, path: Path, what: str, access: FileAccess) -> Path:
+    """`path`, a file the loader reads from the model (`what` names it for the error: an
+    asset, the variables' index or a data shard), checked (unless `access` is unrestricted)
+    to stay inside `model_dir` once symbolic links are resolved: a link, to the file or to a
+    folder on its way (`assets/`, `variables/`), may not lead the loader out of the model."""
     if access.unrestricted:
         return path
-    resolved = _resolved(path, f"{model_dir}: asset {filename!r} ({origin})")
+    resolved = _resolved(path, f"{model_dir}: {what}")
     if resolved.is_relative_to(model_dir.resolve()):
         return path
-    raise FileAccessError(f"{model_dir}: asset {filename!r} ({origin}) leads outside the model "
-                          f"directory, to {resolved}; a model's assets must be files inside it "
-                          f"(to allow it anyway, {OPT_OUT})")
+    raise FileAccessError(f"{model_dir}: {what} leads outside the model directory, to {resolved}; "
+                          f"a model's files must be inside it (to allow it anyway, {OPT_OUT})")
 
 
 def _resolved(path: str | Path, who: str) -> Path:

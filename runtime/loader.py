@@ -37,7 +37,7 @@ from savedmodel.runtime.dtypes import UnknownDTypeError, from_enum, from_name
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
 from savedmodel.runtime.executor import Context
 from savedmodel.runtime.feeds import FeedError, to_input
-from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, asset_path
+from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, asset_path, model_file
 from savedmodel.runtime.library import FunctionLibrary
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, check_ref, compile_plan
@@ -159,9 +159,14 @@ class Model:
     def _variables_prefix(self) -> Path:
         return self.export_dir / "variables" / "variables"
 
+    def _confine(self, path: Path, what: str) -> None:
+        """Refuse a checkpoint file outside the model directory (a link in `variables/`, or
+        `variables/` itself a link), unless the caller allowed any file."""
+        model_file(self.export_dir, path, f"{what} {path}", self._context.file_access)
+
     def _restore_object_variables(self) -> dict[str, Variable]:
         prefix = self._variables_prefix()
-        reader = BundleReader(prefix, self._limits)
+        reader = BundleReader(prefix, self._limits, self._confine)
         checkpoint_graph = parse_message(reader.read(OBJECT_GRAPH_KEY)[()],
                                          trackable_object_graph_pb2.TrackableObjectGraph,
                                          f"{index_path(prefix)}: {OBJECT_GRAPH_KEY}")

@@ -23,15 +23,40 @@ NO_COMPRESSION = 0
 
 
 def read_table(path: str | Path, limits: Limits = DEFAULT) -> list[tuple[bytes, bytes]]:
-    """All (key, value) records of the table at `path`, in key order."""
+    """All (key, value) records of the table at `path`, in key order.
+
+    A table writer lays the data blocks out one after the other and its keys strictly increase,
+    so an index listing a block out of order, overlapping another or more than once (which
+    would multiply the records a small file yields), or a key that does not sort after the one
+    before it (which would silently replace the earlier record) is a corrupt file."""
     data = read_file(path, limits)
     where = str(path)
     index = _read_block(data, _footer_index_handle(data, where), where, "index block")
-    records = []
+    records: list[tuple[bytes, bytes]] = []
+    free_from = 0
     for _, handle_bytes in index:
         handle, _ = _read_handle(handle_bytes, 0, f"{where}: index entry")
-        records.extend(_read_block(data, handle, where, f"data block at offset {handle[0]}"))
+        what = f"data block at offset {handle[0]}"
+        if handle[0] < free_from:
+            raise FileFormatError(f"{where}: {what} overlaps the data block listed before it, which "
+                                  f"ends at {free_from}: the index lists data blocks out of order, "
+                                  "overlapping or repeated; the file is corrupt")
+        block = _read_block(data, handle, where, what)
+        _check_key_order(records[-1][0] if records else None, block, f"{where}: {what}")
+        records.extend(block)
+        free_from = handle[0] + handle[1] + BLOCK_TRAILER_SIZE
     return records
+
+
+def _check_key_order(previous: bytes | None, block: list[tuple[bytes, bytes]], where: str) -> None:
+    """Each key of `block` sorts strictly after the one before it (`previous`: the last key of
+    the blocks before, or None)."""
+    for key, _ in block:
+        if previous is not None and key <= previous:
+            raise FileFormatError(f"{where}: key {key!r} does not sort after the key before it, "
+                                  f"{previous!r}; a table's keys strictly increase, so the file "
+                                  "is corrupt")
+        previous = key
 
 
 def _footer_index_handle(data: bytes, where: str) -> tuple[int, int]:

@@ -18,7 +18,7 @@ import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 import numpy as np
 
@@ -54,12 +54,22 @@ class NoSuchTensorError(SavedModelError, KeyError):
         return str(self.args[0])
 
 
-class BundleReader:
-    """Random access to the tensors of one checkpoint, given its prefix (path minus `.index`)."""
+Confine = Callable[[Path, str], object]
+"""Called with each file a reader is about to open and what it is ("checkpoint index",
+"checkpoint data shard"); raises to refuse the file (a loaded model reads only files inside
+its directory, and its ops only the folders the caller allows)."""
 
-    def __init__(self, prefix: str | Path, limits: Limits = DEFAULT):
+
+class BundleReader:
+    """Random access to the tensors of one checkpoint, given its prefix (path minus `.index`).
+    `confine`, if given, vets the index and each data shard before it is opened."""
+
+    def __init__(self, prefix: str | Path, limits: Limits = DEFAULT, confine: Confine | None = None):
         self.prefix = str(prefix)
         self._index = index_path(prefix)
+        self._confine = confine
+        if confine is not None:
+            confine(self._index, "checkpoint index")
         records = read_table(self._index, limits)
         if not records or records[0][0] != HEADER_KEY:
             raise FileFormatError(f"{self._index}: no bundle header under the empty key")
@@ -96,7 +106,7 @@ class BundleReader:
         where = f"{self._index}: tensor {key!r}"
         dtype = _entry_dtype(entry, where)
         shape = _checked_shape(entry.shape, dtype, where)
-        with _Shards(self.prefix, self.header.num_shards) as shards:
+        with _Shards(self.prefix, self.header.num_shards, self._confine) as shards:
             if entry.slices:
                 parts = [self._slice_part(key, spec, entry, shape, shards, where)
                          for spec in entry.slices]
@@ -159,9 +169,10 @@ class _Part:
 class _Shards:
     """The data shards of one bundle, opened on first use and closed together."""
 
-    def __init__(self, prefix: str, num_shards: int):
+    def __init__(self, prefix: str, num_shards: int, confine: Confine | None):
         self._prefix = prefix
         self._num_shards = num_shards
+        self._confine = confine
         self._files: dict[int, tuple[BinaryIO, int, Path]] = {}
 
     def __enter__(self) -> _Shards:
@@ -187,6 +198,8 @@ class _Shards:
             path = shard_path(self._prefix, shard, self._num_shards)
             if not path.exists():
                 raise FileFormatError(f"{where}: data shard {path} is missing")
+            if self._confine is not None:
+                self._confine(path, "checkpoint data shard")
             file, size = open_regular(path, f"{where}: data shard")
             self._files[shard] = (file, size, path)
         return self._files[shard]

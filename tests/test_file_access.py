@@ -8,6 +8,7 @@ signature runs SaveV2, WriteFile or ReadFile on paths outside it.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -115,6 +116,87 @@ def test_the_caller_can_allow_assets_outside_the_model(tmp_path, form):
     model, _ = _hostile_assets(tmp_path, "tf1_tables", form)
     ids = load(model, allow_file_access=True).signatures["serving_default"](words=np.array([b"beta"], object))["ids"]
     assert ids.tolist() == [1]
+
+
+# ------------------------------------------------------------------------- variable files
+
+SHARD = "variables.data-00000-of-00001"
+VARIABLE_FORMS = ["variables symlink", "index symlink", "shard symlink"]
+REFUSED = {"tf2": r"checkpoint {kind} {path} leads outside the model directory, to {resolved}; .*"
+                  r"allow_file_access=True",
+           "tf1": r"RestoreV2 tried to read {path} \(which is {resolved}\).*allow_file_access=True"}
+FIXTURES = {"tf2": "gru", "tf1": "tf1_ref"}
+
+
+def _moved_out(path: Path, outside: Path) -> Path:
+    """Move `path` (a file or folder of the model) to `outside` and leave a link to it."""
+    target = outside / path.name
+    shutil.move(path, target)
+    path.symlink_to(target, target_is_directory=target.is_dir())
+    return target
+
+
+def _hostile_variables(tmp_path: Path, saver: str, form: str) -> tuple[Path, str]:
+    """A copy of a fixture whose variable files lead outside it as `form` says, and the
+    pattern of the error that refuses it."""
+    model = _copy(FIXTURES[saver], tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    variables = model / "variables"
+    if form == "variables symlink":
+        resolved = _moved_out(variables, outside)
+        path = variables / ("variables.index" if saver == "tf2" else "variables")
+        resolved = resolved / path.name
+    else:
+        path = variables / ("variables.index" if form == "index symlink" else SHARD)
+        resolved = _moved_out(path, outside)
+    kind = "data shard" if form == "shard symlink" else "index"
+    return model, REFUSED[saver].format(kind=kind, path=re.escape(str(path)), resolved=re.escape(str(resolved)))
+
+
+@pytest.mark.parametrize("saver", sorted(FIXTURES))
+@pytest.mark.parametrize("form", VARIABLE_FORMS)
+def test_variable_files_leading_outside_the_model_are_refused_at_load(tmp_path, saver, form):
+    model, message = _hostile_variables(tmp_path, saver, form)
+    with pytest.raises(FileAccessError, match=message):
+        load(model)
+
+
+@pytest.mark.parametrize("saver", sorted(FIXTURES))
+@pytest.mark.parametrize("form", VARIABLE_FORMS)
+def test_the_caller_can_allow_variable_files_outside_the_model(tmp_path, saver, form):
+    model, _ = _hostile_variables(tmp_path, saver, form)
+    _assert_serves_as_recorded(load(model, allow_file_access=True), FIXTURES[saver])
+
+
+def test_the_authoring_load_confines_variable_files_too(tmp_path):
+    model, message = _hostile_variables(tmp_path, "tf2", "shard symlink")
+    with pytest.raises(FileAccessError, match=message):
+        sm.saved_model.load(model)
+    sm.saved_model.load(model, allow_file_access=True)
+
+
+@pytest.mark.parametrize("saver", sorted(FIXTURES))
+def test_relative_links_inside_the_model_directory_load(tmp_path, saver):
+    """`variables/` a relative link to a folder of the model, whose shard is a relative link
+    to a file of the model: every file stays inside, so nothing needs allowing."""
+    model = _copy(FIXTURES[saver], tmp_path)
+    (model / "variables").rename(model / "store")
+    (model / "variables").symlink_to("store", target_is_directory=True)
+    (model / "blobs").mkdir()
+    (model / "store" / SHARD).rename(model / "blobs" / SHARD)
+    (model / "store" / SHARD).symlink_to(Path("..") / "blobs" / SHARD)
+    _assert_serves_as_recorded(load(model), FIXTURES[saver])
+
+
+def _assert_serves_as_recorded(model, fixture: str) -> None:
+    """The model's serving_default signature gives the outputs TensorFlow recorded for it."""
+    io = np.load(MODELS / f"{fixture}.io.npz")
+    feeds = {k.rsplit("/", 1)[1]: io[k] for k in io if k.startswith("sig/serving_default/in/")}
+    outputs = model.signatures["serving_default"](**feeds)
+    for key in io:
+        if key.startswith("sig/serving_default/out/"):
+            np.testing.assert_allclose(outputs[key.rsplit("/", 1)[1]], io[key], rtol=1e-5, atol=1e-6)
 
 
 # -------------------------------------------------------------------------- file-system ops

@@ -8,7 +8,6 @@ and a time limit (`bounded`), so a regression fails the test instead of the mach
 """
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 from pathlib import Path
@@ -51,8 +50,12 @@ def _seeds(tmp_path: Path, edit=None) -> Path:
     return copy
 
 
-def _load_and_call(export_dir, limits=Limits()):
-    load(export_dir, limits=limits).signatures["simple_relu"](x=np.int32(3))
+def _load_and_call(export_dir, limits=Limits(), allow_file_access=False):
+    load(export_dir, limits=limits, allow_file_access=allow_file_access).signatures["simple_relu"](x=np.int32(3))
+
+
+def _load_allowing_any_file(export_dir):
+    load(export_dir, allow_file_access=True)
 
 
 def _node(name: str, op: str, inputs=(), **attrs) -> node_def_pb2.NodeDef:
@@ -95,7 +98,8 @@ def test_a_fifo_or_device_in_place_of_a_model_file_is_refused(tmp_path, name, ki
     else:
         target.symlink_to("/dev/zero")
     described = "a FIFO" if kind == "fifo" else "a character device"
-    message = bounded(_load_and_call, model)
+    # /dev/zero lies outside the model: with any file allowed, the kind check must refuse it
+    message = bounded(_load_and_call, model, Limits(), True)
     assert f"{target} is {described}, not a regular file" in message
 
 
@@ -513,7 +517,5 @@ def test_a_fifo_or_device_in_place_of_an_asset_is_refused(tmp_path, kind):
         os.mkfifo(asset)
     else:
         asset.symlink_to("/dev/zero")
-    # With file access allowed, so that the link to /dev/zero (outside the model) reaches the
-    # reader: confined, the loader refuses it earlier (tests/test_file_access.py).
-    message = bounded(functools.partial(load, allow_file_access=True), model)
+    message = bounded(_load_allowing_any_file, model)  # /dev/zero lies outside the model
     assert f"{asset} is {'a FIFO' if kind == 'fifo' else 'a character device'}, not a regular file" in message

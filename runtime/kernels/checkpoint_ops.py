@@ -17,7 +17,7 @@ from savedmodel.runtime.tensor_proto import string_text
 
 def _prefix(ctx, prefix, op: str, write: bool = False) -> str:
     """A checkpoint prefix the context lets `op` read (or write): the prefix and its index
-    file (which could be a link elsewhere) are checked."""
+    file (which could be a link elsewhere) are checked; a reader checks each data shard too."""
     text = string_text(prefix)
     ctx.file_access.check(text, op, write)
     ctx.file_access.check(index_path(text), op, write)
@@ -26,7 +26,8 @@ def _prefix(ctx, prefix, op: str, write: bool = False) -> str:
 
 @kernel("RestoreV2", context=True, stateful=True)
 def restore_v2(ctx, prefix, tensor_names, shape_and_slices, *, dtypes, **_):
-    reader = BundleReader(_prefix(ctx, prefix, "RestoreV2"))
+    reader = BundleReader(_prefix(ctx, prefix, "RestoreV2"),
+                          confine=lambda path, _: ctx.file_access.check(path, "RestoreV2"))
     names = [string_text(n) for n in np.asarray(tensor_names).ravel()]
     slices = [string_text(s) for s in np.asarray(shape_and_slices).ravel()]
     check(len(names) == len(dtypes) == len(slices),
