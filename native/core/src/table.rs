@@ -61,7 +61,8 @@ impl Table<'_> {
                 return Err(self.corrupt(&what, &detail));
             }
             records.extend(self.block(handle, &what)?);
-            free_from = handle.offset + handle.size;
+            // The next block may start only after this one's trailer (`block` checked it fits).
+            free_from = handle.offset + handle.size + BLOCK_TRAILER_SIZE as u64;
         }
         if let Some(pair) = records.windows(2).find(|pair| pair[0].0 >= pair[1].0) {
             let key = String::from_utf8_lossy(&pair[1].0);
