@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def _structure(value):
 
 def _variables(export_dir: Path) -> list[dict]:
     prefix = export_dir / "variables" / "variables"
-    if not index_path(prefix).is_file():
+    if not os.path.lexists(index_path(prefix)):
         return []
     return describe_checkpoint(prefix)["tensors"]
 
@@ -164,19 +165,21 @@ def describe_ops(export_dir: str | Path) -> dict:
 
 def checkpoint_prefix(path: str | Path) -> Path:
     """The checkpoint prefix a user means by `path`: a prefix, an `.index` file, a SavedModel
-    directory (its variables), or a directory with a `checkpoint` state file (the latest)."""
+    directory (its variables), or a directory with a `checkpoint` state file (the latest).
+    An index that is there but is no regular file (a FIFO, a device) still names the prefix, so
+    that the reader says what is wrong with it."""
     path = Path(path)
-    if path.suffix == ".index" and path.is_file():
+    if path.suffix == ".index" and os.path.lexists(path) and not path.is_dir():
         return path.with_suffix("")
     if path.is_dir():
-        if (path / "variables" / "variables.index").is_file():
+        if os.path.lexists(path / "variables" / "variables.index"):
             return path / "variables" / "variables"
         latest = _latest_from_state_file(path)
         if latest is not None:
             return latest
         raise FileFormatError(f"{path}: a directory without a SavedModel's variables or a "
                               f"`checkpoint` state file{_prefixes_hint(path)}")
-    if index_path(path).is_file():
+    if os.path.lexists(index_path(path)):
         return path
     raise FileFormatError(f"{path}: no checkpoint here (no {index_path(path).name})")
 
@@ -184,7 +187,7 @@ def checkpoint_prefix(path: str | Path) -> Path:
 def _prefixes_hint(directory: Path) -> str:
     """`; did you mean DIR/ckpt?` when the directory holds checkpoints (their `.index` files)
     without a state file naming one, as a SavedModel's `variables/` directory does."""
-    prefixes = sorted(str(p.with_suffix("")) for p in directory.glob("*.index") if p.is_file())
+    prefixes = sorted(str(p.with_suffix("")) for p in directory.glob("*.index") if not p.is_dir())
     if not prefixes:
         return ""
     if len(prefixes) == 1:

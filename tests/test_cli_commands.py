@@ -3,6 +3,7 @@ checkpoints, and bad input."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -97,6 +98,27 @@ def test_ckpt_of_a_directory_without_state_file_names_the_prefix(path, prefix):
     result = _run("ckpt", path)
     assert result.exit_code == 1
     assert result.output.strip().endswith(f"state file; did you mean {prefix}?")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_ckpt_of_an_index_that_is_no_regular_file_says_so(tmp_path, kind):
+    """Given as a prefix, an .index, a SavedModel or its variables/ folder, a FIFO or a device in
+    place of the index is named as such (it was "no checkpoint here")."""
+    model = tmp_path / "model"
+    shutil.copytree(SEEDS, model)
+    index = model / "variables" / "variables.index"
+    index.unlink()
+    if kind == "fifo":
+        os.mkfifo(index)
+    else:
+        index.symlink_to("/dev/zero")
+    what = "a FIFO" if kind == "fifo" else "a character device"
+    for path in (model, model / "variables" / "variables", index):
+        result = _run("ckpt", path)
+        assert result.exit_code == 1
+        assert result.output.strip() == f"Error: {index} is {what}, not a regular file", path
+    result = _run("ckpt", model / "variables")
+    assert result.output.strip().endswith(f"did you mean {model / 'variables' / 'variables'}?")
 
 
 def test_ckpt_of_a_directory_with_several_checkpoints_lists_them(tmp_path):
