@@ -35,9 +35,9 @@ from savedmodel.runtime import executor, structure
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.dtypes import UnknownDTypeError, from_enum, from_name
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
-from savedmodel.runtime.executor import Context
+from savedmodel.runtime.executor import Context, NodeError
 from savedmodel.runtime.feeds import FeedError, to_input
-from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, asset_path, model_file
+from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, FileAccessError, asset_path, model_file
 from savedmodel.runtime.library import FunctionLibrary
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, check_ref, compile_plan
@@ -361,6 +361,11 @@ class Model:
         return nodes[child].function.concrete_functions[0]
 
 
+_NAMED_BY_SIGNATURE = (GraphError, NodeError, DeadlineExceededError, FileAccessError)
+"""Errors of planning and running the graph, which name the node but not the signature that
+ran it (each class takes its message alone)."""
+
+
 class UnknownSignatureError(SavedModelError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
@@ -397,13 +402,13 @@ class Signature:
         if len(feeds) != len(self._conversions) or not all(k in feeds for k, *_ in self._conversions):
             self._reject(feeds)
         values = [to_input(feeds[k], dtype, shape, where) for k, dtype, shape, where in self._conversions]
-        if self._plan is None:
-            self._plan = self._model._compile([_parse_ref(s.tensor_name) for s in self.inputs.values()],
-                                              [_parse_ref(s.tensor_name) for s in self.outputs.values()])
         try:
+            if self._plan is None:
+                self._plan = self._model._compile([_parse_ref(s.tensor_name) for s in self.inputs.values()],
+                                                  [_parse_ref(s.tensor_name) for s in self.outputs.values()])
             results = self._model._run(self._plan, values)
-        except DeadlineExceededError as err:
-            raise DeadlineExceededError(f"signature {self.name!r}: {err}") from None
+        except _NAMED_BY_SIGNATURE as err:
+            raise type(err)(f"signature {self.name!r}: {err}") from None
         return {key: np.asarray(value) for key, value in zip(self.outputs, results)}
 
     def _reject(self, feeds: dict):

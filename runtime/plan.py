@@ -343,19 +343,20 @@ def is_stateful(op_defs: dict, node: GraphNode) -> bool:
 
 def _needed(where: str, nodes: dict[str, GraphNode], roots: list[str], fed: set[str]) -> set[str]:
     needed: set[str] = set()
-    stack = list(roots)
+    stack: list[tuple[str, GraphNode | None]] = [(name, None) for name in roots]
     while stack:
-        name = stack.pop()
+        name, consumer = stack.pop()
         if name in needed or name in fed:
             continue
         node = nodes.get(name)
         if node is None:
-            raise GraphError(f"{where}: reference to unknown node {name!r}")
+            by = f"node {consumer.name!r} (op {consumer.op}) takes an input from" if consumer else "reference to"
+            raise GraphError(f"{where}: {by} unknown node {name!r}")
         if node.op == "Placeholder":
             raise GraphError(f"{where}: placeholder {name!r} is needed but not fed")
         needed.add(name)
-        stack.extend(n for n, _ in node.data)
-        stack.extend(node.control)
+        stack.extend((n, node) for n, _ in node.data)
+        stack.extend((n, node) for n in node.control)
     return needed
 
 

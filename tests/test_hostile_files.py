@@ -287,8 +287,19 @@ def _call_chain(meta_graph, depth: int, loop: bool = False) -> None:
 def test_10000_nested_function_calls_are_a_depth_error(tmp_path):
     model = _seeds(tmp_path, lambda meta_graph: _call_chain(meta_graph, 10_000))
     message = bounded(_load_and_call, model)
+    assert message.startswith("signature 'simple_relu': ")
     assert "function calls nest more than the limit max_function_depth=64" in message
     assert "(f0 -> f1 -> f2 -> ... -> f62 -> f63 -> f64)" in message
+
+
+def test_an_input_from_an_unknown_node_names_the_node_that_takes_it(tmp_path):
+    """Found by auditing: `graph: reference to unknown node 'nope'` named neither the node that
+    takes the input nor the signature."""
+    adding = _node("big", "AddN", ["nope:0"] * 1000, T=_type(types_pb2.DT_INT32),
+                   N=attr_value_pb2.AttrValue(i=1000))
+    with pytest.raises(SavedModelError, match=r"^signature 'simple_relu': graph: node 'big' \(op AddN\) "
+                                              r"takes an input from unknown node 'nope'$"):
+        _load_and_call(_seeds(tmp_path, _returning(adding)))
 
 
 @pytest.mark.parametrize("depth", [1, 2])
