@@ -11,7 +11,7 @@ import numpy as np
 from savedmodel.cli.errors import reports_errors
 from savedmodel.compare import differences, import_tensorflow, random_feeds, run_ours, run_tensorflow
 from savedmodel.input_specs import InputSpecError, parse_input_exprs, parse_inputs
-from savedmodel.runtime import load, time_limit
+from savedmodel.runtime import Limits, load, time_limit
 from savedmodel.runtime.atomic_files import write_file
 
 _DIR = click.Path(file_okay=False, path_type=Path)
@@ -22,7 +22,11 @@ def _tags(text: str) -> set[str]:
 
 
 def _limits(command):
-    """The options that bound what a model may do: --allow-file-access and --timeout."""
+    """The options that bound what a model may do: --allow-file-access, --timeout and --limit."""
+    command = click.option("--limit", "limits", multiple=True, metavar="NAME=N",
+                           help="Raise (or lower) a bound on what the model's files may claim: "
+                                "max_file_bytes, max_const_bytes or max_function_depth "
+                                "(repeatable; see savedmodel.runtime.Limits).")(command)
     command = click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
                            help="Stop with an error when loading and running a signature on our "
                                 "runtime takes longer than SECONDS (an endless While loop, say).")(command)
@@ -55,11 +59,14 @@ def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
 @_limits
 @reports_errors
 def run(export_dir: Path, signature: str, tags: str, inputs: str | None, input_exprs: str | None,
-        outdir: Path | None, overwrite: bool, allow_file_access: bool, timeout: float | None) -> None:
+        outdir: Path | None, overwrite: bool, allow_file_access: bool, timeout: float | None,
+        limits: tuple[str, ...]) -> None:
     """Run one signature of the SavedModel in EXPORT_DIR on the numpy runtime."""
     feeds = _given_feeds(inputs, input_exprs)
     with time_limit(timeout):
-        outputs = load(export_dir, _tags(tags), allow_file_access=allow_file_access).signatures[signature](**feeds)
+        model = load(export_dir, _tags(tags), allow_file_access=allow_file_access,
+                     limits=Limits().raised(limits))
+        outputs = model.signatures[signature](**feeds)
     if outdir is None:
         with np.printoptions(threshold=1000):
             for key, value in outputs.items():
@@ -98,13 +105,14 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
 @reports_errors
 def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: str | None,
             input_exprs: str | None, batch: int, seed: int, atol: float, rtol: float, as_json: bool,
-            allow_file_access: bool, timeout: float | None) -> None:
+            allow_file_access: bool, timeout: float | None, limits: tuple[str, ...]) -> None:
     """Run signatures on our runtime and on TensorFlow (when installed) and report the largest
     absolute and relative differences; exit 1 when any output is beyond --atol/--rtol.
     --timeout bounds each signature's run on our runtime (TensorFlow's runs are not bounded)."""
     given = _given_feeds(inputs, input_exprs)
+    bounds = Limits().raised(limits)
     with time_limit(timeout):
-        model = load(export_dir, _tags(tags), allow_file_access=allow_file_access)
+        model = load(export_dir, _tags(tags), allow_file_access=allow_file_access, limits=bounds)
     names = list(signatures) or list(model.signatures)
     click.echo("importing TensorFlow...", err=True)
     tf = import_tensorflow()
@@ -116,7 +124,7 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
         feeds = {k: v for k, v in feeds.items() if k in model.signatures[name].inputs}
         click.echo(f"running {name}...", err=True)
         with time_limit(timeout):
-            ours = run_ours(export_dir, name, feeds, _tags(tags), allow_file_access)
+            ours = run_ours(export_dir, name, feeds, _tags(tags), allow_file_access, bounds)
         theirs = run_tensorflow(tf, export_dir, name, feeds) if tf is not None else None
         rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
         failed |= any(not r.within for r in rows)

@@ -17,7 +17,7 @@ from savedmodel.runtime import deadline
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.errors import SavedModelError
 from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, FileAccessError
-from savedmodel.runtime.plan import LoopBody, NestingError, Plan
+from savedmodel.runtime.plan import LoopBody, NestingError, Plan, too_deep_for_python
 from savedmodel.runtime.straight_line import failed_step
 
 
@@ -58,7 +58,10 @@ def run(plan: Plan, feeds, ctx: Context) -> Sequence:
     kernels do. Kernels that run functions (calls, loop bodies, branches) use `run_nested`,
     which is already inside that state."""
     with np.errstate(all="ignore"):
-        return run_nested(plan, feeds, ctx)
+        try:
+            return run_nested(plan, feeds, ctx)
+        except RecursionError:
+            raise too_deep_for_python(plan.where) from None
 
 
 def run_nested(plan: Plan, feeds, ctx: Context, rest: Sequence | None = None) -> Sequence:

@@ -9,7 +9,10 @@ TensorFlow itself can write and load.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields, replace
+
+from savedmodel.runtime.errors import SavedModelError
 
 PROTOBUF_MAX_BYTES = 2**31 - 1
 """Protobuf cannot parse a message of 2 GiB or more; TensorFlow cannot write one either."""
@@ -32,7 +35,31 @@ class Limits:
     def exceeded(self, field: str) -> str:
         """How an error message names limit `field` and says how to raise it."""
         return (f"the limit {field}={getattr(self, field)} (raise it with "
-                f"limits=savedmodel.runtime.Limits({field}=...))")
+                f"limits=savedmodel.runtime.Limits({field}=...), or `--limit {field}=N` on the "
+                f"command line)")
+
+    def raised(self, settings: Iterable[str]) -> Limits:
+        """These limits with `NAME=N` settings applied (the command line's `--limit`)."""
+        known = [f.name for f in fields(self)]
+        changes = {}
+        for setting in settings:
+            name, _, value = setting.partition("=")
+            name = name.strip()
+            if name not in known:
+                raise LimitError(f"--limit {setting!r}: no limit named {name!r}; the limits are "
+                                 f"{', '.join(known)}")
+            try:
+                changes[name] = int(value.strip().replace("_", ""))
+            except ValueError:
+                raise LimitError(f"--limit {setting!r}: {name} takes a whole number, as in "
+                                 f"{name}={getattr(self, name)}") from None
+            if changes[name] < 1:
+                raise LimitError(f"--limit {setting!r}: {name} must be at least 1")
+        return replace(self, **changes)
+
+
+class LimitError(SavedModelError, ValueError):
+    """A limit set to something that is not one."""
 
 
 DEFAULT = Limits()

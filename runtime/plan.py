@@ -47,6 +47,13 @@ class NestingError(GraphError):
     call node (64 of them)."""
 
 
+def too_deep_for_python(where: str) -> NestingError:
+    """Calls inline and run as nested Python calls: a `max_function_depth` raised beyond what
+    Python's stack holds ends in a RecursionError, reported as this instead of a traceback."""
+    return NestingError(f"{where}: function calls nest deeper than Python's stack allows; "
+                        "lower the limit max_function_depth")
+
+
 def nesting_error(where: str, chain: tuple[str, ...], limits: Limits) -> NestingError:
     shown = chain if len(chain) <= 8 else (*chain[:3], "...", *chain[-3:])
     return NestingError(f"{where}: function calls nest more than "
@@ -237,7 +244,10 @@ def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
         if ref[0] in spec.nodes:  # unknown names are reported with the walk below
             check_ref(spec, ref, spec.where)
     fed = {name for name, _ in feeds}
-    nodes, fetches, targets = simplify(spec, fed, fetches, targets)
+    try:
+        nodes, fetches, targets = simplify(spec, fed, fetches, targets)
+    except RecursionError:
+        raise too_deep_for_python(spec.where) from None
     roots = [name for name, _ in fetches] + targets
     if keep_stateful:
         roots += [name for name, node in nodes.items() if is_stateful(spec.op_defs, node)]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from savedmodel.runtime import load
+from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.dtypes import from_name
 
 
@@ -88,6 +89,7 @@ def _distance(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple[f
     return float(np.max(diff)), float(np.max(rel)), close
 
 
-def run_ours(export_dir: Path, signature: str, feeds: dict, tags,
-             allow_file_access: bool = False) -> dict[str, np.ndarray]:
-    return load(export_dir, tags, allow_file_access=allow_file_access).signatures[signature](**feeds)
+def run_ours(export_dir: Path, signature: str, feeds: dict, tags, allow_file_access: bool = False,
+             limits: Limits = DEFAULT) -> dict[str, np.ndarray]:
+    model = load(export_dir, tags, allow_file_access=allow_file_access, limits=limits)
+    return model.signatures[signature](**feeds)

@@ -8,15 +8,18 @@ and a time limit (`bounded`), so a regression fails the test instead of the mach
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from bounded import bounded_call
 from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS
+from savedmodel.cli import main
 from savedmodel.input_specs import InputSpecError, parse_inputs
 from savedmodel.protos import (attr_value_pb2, node_def_pb2, saved_model_pb2, tensor_bundle_pb2, tensor_pb2,
                                types_pb2)
@@ -300,6 +303,29 @@ def test_an_input_from_an_unknown_node_names_the_node_that_takes_it(tmp_path):
     with pytest.raises(SavedModelError, match=r"^signature 'simple_relu': graph: node 'big' \(op AddN\) "
                                               r"takes an input from unknown node 'nope'$"):
         _load_and_call(_seeds(tmp_path, _returning(adding)))
+
+
+def test_a_depth_limit_raised_beyond_pythons_stack_is_a_depth_error(tmp_path):
+    model = _seeds(tmp_path, lambda meta_graph: _call_chain(meta_graph, 10_000))
+    message = bounded(functools.partial(_load_and_call, limits=Limits(max_function_depth=20_000)), model)
+    assert message == ("signature 'simple_relu': graph: function calls nest deeper than Python's "
+                       "stack allows; lower the limit max_function_depth")
+
+
+def test_the_command_line_raises_limits(tmp_path):
+    model = _seeds(tmp_path, lambda meta_graph: _call_chain(meta_graph, 100))
+    run = ["run", model, "--signature-def", "simple_relu", "--input-exprs", "x=-3"]
+    refused = CliRunner().invoke(main, [str(a) for a in run])
+    assert refused.exit_code == 1
+    assert "or `--limit max_function_depth=N` on the command line" in refused.stderr
+    raised = CliRunner().invoke(main, [str(a) for a in run] + ["--limit", "max_function_depth=100"])
+    assert raised.exit_code == 0 and "array(-3, dtype=int32)" in raised.output
+    for setting, message in [("depth=3", "no limit named 'depth'; the limits are max_file_bytes, "
+                                         "max_const_bytes, max_function_depth"),
+                             ("max_const_bytes=many", "max_const_bytes takes a whole number"),
+                             ("max_function_depth=0", "max_function_depth must be at least 1")]:
+        bad = CliRunner().invoke(main, [str(a) for a in run] + ["--limit", setting])
+        assert bad.exit_code == 1 and message in bad.stderr, bad.output
 
 
 @pytest.mark.parametrize("depth", [1, 2])
