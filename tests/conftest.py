@@ -68,3 +68,15 @@ def fuzz_settings(examples: int):
         test = configured(test)
         return seed(int(chosen_seed))(test) if chosen_seed is not None else test
     return decorate
+
+
+def special_file(path: Path, kind: str) -> str:
+    """Put a FIFO (`kind` "fifo") or a link to /dev/zero (any other kind) at `path`, replacing
+    the file there; return how the readers' errors name it ("a FIFO", "a character device")."""
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a FIFO"
+    path.symlink_to("/dev/zero")
+    return "a character device"

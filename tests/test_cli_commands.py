@@ -3,7 +3,6 @@ checkpoints, and bad input."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS
+from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS, special_file
 from savedmodel import compare as compare_module
 from savedmodel.cli import main
 from savedmodel.describe import describe_checkpoint
@@ -107,12 +106,7 @@ def test_ckpt_of_an_index_that_is_no_regular_file_says_so(tmp_path, kind):
     model = tmp_path / "model"
     shutil.copytree(SEEDS, model)
     index = model / "variables" / "variables.index"
-    index.unlink()
-    if kind == "fifo":
-        os.mkfifo(index)
-    else:
-        index.symlink_to("/dev/zero")
-    what = "a FIFO" if kind == "fifo" else "a character device"
+    what = special_file(index, kind)
     for path in (model, model / "variables" / "variables", index):
         result = _run("ckpt", path)
         assert result.exit_code == 1

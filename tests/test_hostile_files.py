@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from bounded import bounded_call
-from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS
+from conftest import CHECKPOINTS, EXTRA_MODELS, SAVEDMODELS, special_file
 from savedmodel.cli import main
 from savedmodel.input_specs import InputSpecError, parse_inputs
 from savedmodel.protos import (attr_value_pb2, node_def_pb2, saved_model_pb2, tensor_bundle_pb2, tensor_pb2,
@@ -29,6 +29,7 @@ from savedmodel.runtime.table import read_table
 from savedmodel.runtime.table_writer import write_table
 from savedmodel.runtime.tensor_bundle import BundleReader
 from savedmodel.runtime.tensor_proto import shape_to_proto
+from test_runtime_errors import _node, _type
 
 SEEDS = next(p for p in SAVEDMODELS if p.name == "seeds")
 ASSET_MODEL = next(p for p in EXTRA_MODELS if p.name == "text_file_tables")
@@ -61,17 +62,6 @@ def _load_allowing_any_file(export_dir):
     load(export_dir, allow_file_access=True)
 
 
-def _node(name: str, op: str, inputs=(), **attrs) -> node_def_pb2.NodeDef:
-    node = node_def_pb2.NodeDef(name=name, op=op, input=list(inputs))
-    for key, value in attrs.items():
-        node.attr[key].CopyFrom(value)
-    return node
-
-
-def _type(enum: int) -> attr_value_pb2.AttrValue:
-    return attr_value_pb2.AttrValue(type=enum)
-
-
 def _returning(node: node_def_pb2.NodeDef, tensor: str = ""):
     """An edit adding `node` to the graph and making signature 'simple_relu' return it."""
     def edit(meta_graph):
@@ -95,12 +85,7 @@ def _const(name: str, dtype: int, shape, **values) -> node_def_pb2.NodeDef:
 def test_a_fifo_or_device_in_place_of_a_model_file_is_refused(tmp_path, name, kind):
     model = _seeds(tmp_path)
     target = model / name
-    target.unlink()
-    if kind == "fifo":
-        os.mkfifo(target)
-    else:
-        target.symlink_to("/dev/zero")
-    described = "a FIFO" if kind == "fifo" else "a character device"
+    described = special_file(target, kind)
     # /dev/zero lies outside the model: with any file allowed, the kind check must refuse it
     message = bounded(_load_and_call, model, Limits(), True)
     assert f"{target} is {described}, not a regular file" in message
@@ -198,10 +183,7 @@ def _parse_inputs(spec: str) -> None:
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
 def test_an_npy_input_that_is_not_a_regular_file_is_refused(tmp_path, kind):
     target = tmp_path / "x.npy"
-    if kind == "fifo":
-        os.mkfifo(target)
-    else:
-        target.symlink_to("/dev/zero")
+    special_file(target, kind)
     message = bounded(_parse_inputs, f"x={target}")
     assert "not a regular file" in message
 
@@ -549,10 +531,6 @@ def test_a_fifo_or_device_in_place_of_an_asset_is_refused(tmp_path, kind):
     model = tmp_path / "text_file_tables"
     shutil.copytree(ASSET_MODEL, model)
     asset = model / "assets" / "vocab.txt"  # read by the init op, when loading
-    asset.unlink()
-    if kind == "fifo":
-        os.mkfifo(asset)
-    else:
-        asset.symlink_to("/dev/zero")
+    described = special_file(asset, kind)
     message = bounded(_load_allowing_any_file, model)  # /dev/zero lies outside the model
-    assert f"{asset} is {'a FIFO' if kind == 'fifo' else 'a character device'}, not a regular file" in message
+    assert f"{asset} is {described}, not a regular file" in message
