@@ -32,6 +32,7 @@ import numpy as np
 
 from savedmodel.protos import meta_graph_pb2, trackable_object_graph_pb2
 from savedmodel.runtime import executor, structure
+from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.dtypes import UnknownDTypeError, from_enum, from_name
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
@@ -230,8 +231,10 @@ class Model:
                 handle = self._graph.nodes.get(producer)
                 variable = self._variables_by_node.get(node_id)
                 if handle is not None and handle.op == "VarHandleOp" and variable is not None:
-                    self._context.resources.bind(handle.attr["container"].s.decode(),
-                                                 handle.attr["shared_name"].s.decode(), variable)
+                    # names decoded as the VarHandleOp kernel gets them, so that it finds the variable
+                    attrs = decode_attrs(handle.attr, f"node {handle.name!r} (op VarHandleOp)")
+                    self._context.resources.bind(attrs.get("container", ""), attrs.get("shared_name", ""),
+                                                 variable)
 
     def _restore_with_saver(self) -> None:
         saver = self._meta_graph.saver_def

@@ -135,7 +135,7 @@ def _parts(meta_graph) -> list:
     """The sub-messages of a MetaGraphDef whose damage the planner and loader see (damage to
     the file's bytes mostly breaks protobuf's own framing)."""
     return (list(meta_graph.graph_def.node) + list(meta_graph.graph_def.library.function)
-            + list(meta_graph.signature_def.values())
+            + [meta_graph.signature_def[key] for key in sorted(meta_graph.signature_def)]
             + [meta_graph.object_graph_def, meta_graph.meta_info_def.stripped_op_list])
 
 

@@ -269,6 +269,19 @@ def _call_chain(meta_graph, depth: int, loop: bool = False) -> None:
     _returning(call("deep", ["simple_relu_x"], "f0"))(meta_graph)
 
 
+def test_a_variable_handle_whose_shared_name_is_not_utf8_still_binds_its_variable(tmp_path):
+    """Found by fuzzing: the loader decoded a captured VarHandleOp's shared_name strictly
+    (UnicodeDecodeError); attrs are bytes, decoded as the kernel decodes them."""
+    def edit(meta_graph):
+        handle = next(n for n in meta_graph.graph_def.node if n.op == "VarHandleOp" and n.name == "calls")
+        handle.attr["shared_name"].s = b"ca\xffls"
+
+    model = load(_seeds(tmp_path, edit))
+    first = model.signatures["dense"](x=np.ones((1, 2), np.float32))["calls"]
+    second = model.signatures["dense"](x=np.ones((1, 2), np.float32))["calls"]
+    assert (int(first), int(second)) == (1, 2)  # the restored counter (0), shared across calls
+
+
 def test_10000_nested_function_calls_are_a_depth_error(tmp_path):
     model = _seeds(tmp_path, lambda meta_graph: _call_chain(meta_graph, 10_000))
     message = bounded(_load_and_call, model)
