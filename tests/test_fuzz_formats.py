@@ -133,7 +133,9 @@ def test_damaged_saved_model_pb(scratch, steps):
 
 def _parts(meta_graph) -> list:
     """The sub-messages of a MetaGraphDef whose damage the planner and loader see (damage to
-    the file's bytes mostly breaks protobuf's own framing)."""
+    the file's bytes mostly breaks protobuf's own framing). Maps are listed in key order and
+    messages serialized deterministically: protobuf's own map order differs from process to
+    process, and so would the derandomized examples."""
     return (list(meta_graph.graph_def.node) + list(meta_graph.graph_def.library.function)
             + [meta_graph.signature_def[key] for key in sorted(meta_graph.signature_def)]
             + [meta_graph.object_graph_def, meta_graph.meta_info_def.stripped_op_list])
@@ -150,13 +152,13 @@ def test_damaged_part_of_saved_model_pb(scratch, steps, part):
     parses is loaded and run (what does not is the whole file failing to parse, as above)."""
     model = saved_model_pb2.SavedModel.FromString(_seeds_file("saved_model.pb"))
     message = _parts(model.meta_graphs[0])[part]
-    damaged = mutate(message.SerializeToString(), steps)
+    damaged = mutate(message.SerializeToString(deterministic=True), steps)
     message.Clear()
     try:
         message.MergeFromString(damaged)
     except DecodeError:
         assume(False)
-    with _replaced(scratch / "model" / "saved_model.pb", model.SerializeToString()):
+    with _replaced(scratch / "model" / "saved_model.pb", model.SerializeToString(deterministic=True)):
         _check(_load_and_call, scratch / "model")
 
 
@@ -167,11 +169,11 @@ def test_damaged_graph_def(scratch, steps):
     graph (bytes that do not parse as a GraphDef make the whole file fail to parse)."""
     model = saved_model_pb2.SavedModel.FromString(_seeds_file("saved_model.pb"))
     meta_graph = model.meta_graphs[0]
-    graph = mutate(meta_graph.graph_def.SerializeToString(), steps)
+    graph = mutate(meta_graph.graph_def.SerializeToString(deterministic=True), steps)
     meta_graph.ClearField("graph_def")
-    damaged = _field(2, meta_graph.SerializeToString() + _field(2, graph))  # MetaGraphDef.graph_def
+    damaged = _field(2, meta_graph.SerializeToString(deterministic=True) + _field(2, graph))  # MetaGraphDef.graph_def
     header = saved_model_pb2.SavedModel(saved_model_schema_version=model.saved_model_schema_version)
-    with _replaced(scratch / "model" / "saved_model.pb", header.SerializeToString() + damaged):
+    with _replaced(scratch / "model" / "saved_model.pb", header.SerializeToString(deterministic=True) + damaged):
         _check(_load_and_call, scratch / "model")
 
 
