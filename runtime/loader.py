@@ -276,20 +276,25 @@ class Model:
         """Each AssetFileDef with the path of its copy, parsed and checked once, at load: the
         init op's feeds and every captured asset object read them."""
         if self._meta_graph.asset_file_def:
-            found = [(asset, f"asset_file_def {i}{self._asset_objects(i)}")
+            objects = self._asset_objects()
+            found = [(asset, f"asset_file_def {i}{objects.get(i, '')}")
                      for i, asset in enumerate(self._meta_graph.asset_file_def)]
         else:
             found = self._collection_assets()
         return [(asset, asset_path(self.export_dir, asset.filename, origin, self._context.file_access))
                 for asset, origin in found]
 
-    def _asset_objects(self, index: int) -> str:
-        """The object-graph assets that refer to AssetFileDef `index`, for errors."""
-        paths = _object_paths(self._meta_graph.object_graph_def.nodes)
-        named = [paths.get(node_id, f"object {node_id}")
-                 for node_id, node in enumerate(self._meta_graph.object_graph_def.nodes)
-                 if node.HasField("asset") and node.asset.asset_file_def_index == index]
-        return f", asset object {', '.join(named)}" if named else ""
+    def _asset_objects(self) -> dict[int, str]:
+        """For errors: the object-graph assets that refer to each AssetFileDef, by its index
+        (one pass over the objects, and their paths found only when there are assets)."""
+        nodes = self._meta_graph.object_graph_def.nodes
+        by_index: dict[int, list[int]] = collections.defaultdict(list)
+        for node_id, node in enumerate(nodes):
+            if node.HasField("asset"):
+                by_index[node.asset.asset_file_def_index].append(node_id)
+        paths = _object_paths(nodes) if by_index else {}
+        return {index: ", asset object " + ", ".join(paths.get(n, f"object {n}") for n in node_ids)
+                for index, node_ids in by_index.items()}
 
     def _collection_assets(self) -> list[tuple[meta_graph_pb2.AssetFileDef, str]]:
         """The AssetFileDefs of a TensorFlow 1 export's `saved_model_assets` collection."""
