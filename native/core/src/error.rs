@@ -83,6 +83,57 @@ pub enum Error {
     /// node, attribute or file it came from.
     #[error("{place}: {detail}")]
     TensorProto { place: String, detail: String },
+
+    /// A graph or function that cannot be compiled (dangling input, cycle, bad attr); `detail`
+    /// names the graph or function and the node.
+    #[error("{detail}")]
+    Graph { detail: String },
+
+    /// Ops the native engine has no kernel for, each with the node and function that use it.
+    #[error("the native engine has no kernel for {}", describe_missing(.missing))]
+    UnsupportedOps { missing: Vec<MissingOp> },
+
+    /// A kernel failed while running; `detail` reads as a path from the outermost call inward.
+    #[error("{detail}")]
+    Run { detail: String },
+
+    /// A caller's input that does not fit (unknown or missing key, dtype, shape).
+    #[error("{detail}")]
+    Feed { detail: String },
+
+    #[error("no signature {name:?}; available: {available}")]
+    UnknownSignature { name: String, available: String },
+}
+
+/// One op the native engine cannot run, where a model uses it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MissingOp {
+    pub op: String,
+    pub node: String,
+    /// The function whose body holds the node; empty for the top-level graph.
+    pub function: String,
+}
+
+fn describe_missing(missing: &[MissingOp]) -> String {
+    let shown: Vec<String> = missing
+        .iter()
+        .take(10)
+        .map(|m| {
+            let place = if m.function.is_empty() {
+                "the graph".to_string()
+            } else {
+                format!("function {:?}", m.function)
+            };
+            format!("op {} (node {:?} in {place})", m.op, m.node)
+        })
+        .collect();
+    let more = missing.len().saturating_sub(shown.len());
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("{}{tail}", shown.join(", "))
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -9,8 +9,10 @@
 pub mod bundle;
 pub mod checksum;
 pub mod dtype;
+pub mod engine;
 pub mod error;
 pub mod file;
+pub mod kernels;
 mod mmap;
 pub mod saved_model;
 pub mod table;
@@ -27,5 +29,6 @@ pub mod protos {
 
 pub use bundle::BundleReader;
 pub use dtype::DType;
-pub use error::{Error, Result};
+pub use engine::{LoadOptions, Model};
+pub use error::{Error, MissingOp, Result};
 pub use tensor::{Storage, Tensor};

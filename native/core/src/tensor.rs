@@ -148,3 +148,98 @@ impl Tensor {
 pub fn element_count(shape: &[usize]) -> Option<usize> {
     shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
 }
+
+/// An element type kernels can be generic over: how to view a [`Storage`] as a slice of it and
+/// how to wrap a vector of it back into one. float16/bfloat16 are not elements (they are bit
+/// patterns; kernels widen them to f32 first).
+pub trait Element: Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+    fn slice(storage: &Storage) -> Option<&[Self]>;
+    fn wrap(values: Vec<Self>) -> Storage;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn slice(storage: &Storage) -> Option<&[Self]> {
+                match storage {
+                    Storage::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(values: Vec<Self>) -> Storage {
+                Storage::$variant(values)
+            }
+        }
+    };
+}
+
+element!(f32, Float32);
+element!(f64, Float64);
+element!(i8, Int8);
+element!(i16, Int16);
+element!(i32, Int32);
+element!(i64, Int64);
+element!(u8, UInt8);
+element!(u32, UInt32);
+element!(u64, UInt64);
+element!(bool, Bool);
+element!([f32; 2], Complex64);
+element!([f64; 2], Complex128);
+
+impl Tensor {
+    /// A tensor of `shape` holding `values`; the caller guarantees the count matches (kernels
+    /// compute both from the same shape), which debug builds check.
+    pub fn from_vec<T: Element>(shape: Vec<usize>, values: Vec<T>) -> Self {
+        debug_assert_eq!(element_count(&shape), Some(values.len()));
+        Self {
+            shape,
+            storage: T::wrap(values),
+        }
+    }
+
+    /// A scalar.
+    pub fn scalar<T: Element>(value: T) -> Self {
+        Self::from_vec(Vec::new(), vec![value])
+    }
+
+    /// A tensor of byte strings.
+    pub fn strings(shape: Vec<usize>, values: Vec<Vec<u8>>) -> Self {
+        debug_assert_eq!(element_count(&shape), Some(values.len()));
+        Self {
+            shape,
+            storage: Storage::String(values),
+        }
+    }
+
+    /// The elements as a slice of `T`, None if the dtype is another.
+    pub fn values<T: Element>(&self) -> Option<&[T]> {
+        T::slice(&self.storage)
+    }
+
+    /// The byte strings of a string tensor.
+    pub fn string_values(&self) -> Option<&[Vec<u8>]> {
+        match &self.storage {
+            Storage::String(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.storage.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.storage.is_empty()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The same elements under another shape with the same element count.
+    pub fn reshaped(self, shape: Vec<usize>) -> Option<Self> {
+        Self::new(shape, self.storage)
+    }
+}

@@ -77,6 +77,33 @@ fn parse_npy(bytes: &[u8]) -> Tensor {
         .filter(|s| !s.is_empty())
         .map(|s| s.parse().unwrap())
         .collect();
+    let data = &bytes[start + header_len..];
+    if let Some(width) = descr.strip_prefix("|S") {
+        let width: usize = width.parse().unwrap();
+        let strings = if width == 0 {
+            vec![Vec::new(); shape.iter().product()]
+        } else {
+            data.chunks(width)
+                .map(|c| c.iter().copied().take_while(|&b| b != 0).collect())
+                .collect()
+        };
+        return Tensor::strings(shape, strings);
+    }
+    if let Some(width) = descr.strip_prefix("<U") {
+        let width: usize = width.parse().unwrap();
+        let strings = data
+            .chunks(width * 4)
+            .map(|c| {
+                c.chunks(4)
+                    .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                    .take_while(|&u| u != 0)
+                    .filter_map(char::from_u32)
+                    .collect::<String>()
+                    .into_bytes()
+            })
+            .collect();
+        return Tensor::strings(shape, strings);
+    }
     let dtype = match descr {
         "<f2" => DType::Float16,
         "<f4" => DType::Float32,
@@ -84,11 +111,15 @@ fn parse_npy(bytes: &[u8]) -> Tensor {
         "|i1" => DType::Int8,
         "<i4" => DType::Int32,
         "<i8" => DType::Int64,
+        "<i2" => DType::Int16,
+        "<u2" => DType::UInt16,
+        "<u4" => DType::UInt32,
+        "<u8" => DType::UInt64,
         "|u1" => DType::UInt8,
         "|b1" => DType::Bool,
         other => panic!("npy dtype {other} not handled by this test reader"),
     };
-    let storage = Storage::from_le_bytes(dtype, &bytes[start + header_len..]).unwrap();
+    let storage = Storage::from_le_bytes(dtype, data).unwrap();
     Tensor::new(shape, storage).expect("npy data fits its shape")
 }
 

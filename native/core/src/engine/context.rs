@@ -1,0 +1,168 @@
+//! What running kernels share: the function library (calls, branches, loop bodies), the
+//! model's resources (variables and tables by container and shared name), and how deep the
+//! current call chain is.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use crate::dtype::DType;
+use crate::engine::kernel::{fail, KResult};
+use crate::engine::library::Library;
+use crate::engine::value::{Resource, Value};
+
+/// Calls nested deeper than this are an error naming the chain (a recursive model, or one
+/// built to exhaust the stack), as the numpy engine's `max_function_depth` default.
+pub const MAX_CALL_DEPTH: usize = 64;
+
+pub struct RunContext<'a> {
+    pub library: &'a Library,
+    pub resources: &'a ResourceManager,
+    /// The functions being called, outermost first.
+    pub calls: Vec<&'a str>,
+    pub files: &'a FileAccess,
+}
+
+impl<'a> RunContext<'a> {
+    /// Runs library function `name` on `inputs` in a context one call deeper.
+    pub fn call(&self, name: &str, inputs: &[Value]) -> KResult {
+        if self.calls.len() >= MAX_CALL_DEPTH {
+            let chain = self.calls.join(" -> ");
+            return Err(fail(format!(
+                "function calls nest more than {MAX_CALL_DEPTH} deep ({chain} -> {name})"
+            )));
+        }
+        let plan = self.library.plan(name)?;
+        let mut calls = self.calls.clone();
+        calls.push(plan.name());
+        let inner = RunContext {
+            library: self.library,
+            resources: self.resources,
+            calls,
+            files: self.files,
+        };
+        plan.run(&inner, inputs.to_vec())
+    }
+}
+
+/// Where file-system ops (RestoreV2, ReadFile, table initializers from text files) may read
+/// and write: inside the model's directory and the caller's output directory, unless the
+/// caller allowed any file.
+#[derive(Clone, Debug, Default)]
+pub struct FileAccess {
+    pub read_roots: Vec<PathBuf>,
+    pub write_roots: Vec<PathBuf>,
+    pub unrestricted: bool,
+}
+
+impl FileAccess {
+    /// `path` if a file-system op may read it, else an error naming it.
+    pub fn readable(&self, path: &str, what: &str) -> KResult<PathBuf> {
+        self.check(path, &self.read_roots, what, "read")
+    }
+
+    pub fn writable(&self, path: &str, what: &str) -> KResult<PathBuf> {
+        self.check(path, &self.write_roots, what, "write")
+    }
+
+    fn check(&self, path: &str, roots: &[PathBuf], what: &str, verb: &str) -> KResult<PathBuf> {
+        let given = PathBuf::from(path);
+        if self.unrestricted {
+            return Ok(given);
+        }
+        let resolved = resolve(&given);
+        if roots.iter().any(|root| resolved.starts_with(resolve(root))) {
+            return Ok(given);
+        }
+        Err(fail(format!(
+            "{what} may not {verb} {path:?}: it is outside the model's directory \
+             (allow file access to let the model use any file)"
+        )))
+    }
+}
+
+/// `path` with symbolic links and `..` resolved as far as it exists (the rest appended).
+fn resolve(path: &std::path::Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.as_os_str().is_empty() {
+        if let Ok(found) = existing.canonicalize() {
+            return rest.iter().rev().fold(found, |acc, part| acc.join(part));
+        }
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    path.to_path_buf()
+}
+
+/// Resources by (container, shared name): made by their handle ops on first use, or bound at
+/// load to the variables restored from the checkpoint.
+#[derive(Default)]
+pub struct ResourceManager {
+    by_name: Mutex<HashMap<(String, String), Resource>>,
+}
+
+impl ResourceManager {
+    /// The variable named (container, shared_name), made uninitialized if it does not exist.
+    pub fn variable(&self, container: &str, shared_name: &str, dtype: Option<DType>) -> Resource {
+        self.get_or_insert(container, shared_name, || {
+            Resource::variable(display_name(container, shared_name), dtype)
+        })
+    }
+
+    /// The resource named (container, shared_name), made by `make` if it does not exist.
+    pub fn get_or_insert(
+        &self,
+        container: &str,
+        shared_name: &str,
+        make: impl FnOnce() -> Resource,
+    ) -> Resource {
+        let mut map = match self.by_name.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        map.entry((container.to_string(), shared_name.to_string()))
+            .or_insert_with(make)
+            .clone()
+    }
+
+    /// Makes (container, shared_name) name `resource` (a variable restored at load).
+    pub fn bind(&self, container: &str, shared_name: &str, resource: Resource) {
+        let mut map = match self.by_name.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        map.insert((container.to_string(), shared_name.to_string()), resource);
+    }
+
+    /// Every variable by shared name, sorted (what a TensorFlow 1 model's variables are).
+    pub fn variables(&self) -> Vec<(String, Resource)> {
+        let map = match self.by_name.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut found: Vec<_> = map
+            .iter()
+            .filter(|(_, r)| r.as_variable().is_some())
+            .map(|((_, name), r)| (name.clone(), r.clone()))
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found
+    }
+}
+
+fn display_name(container: &str, shared_name: &str) -> String {
+    if container.is_empty() {
+        shared_name.to_string()
+    } else {
+        format!("{container}/{shared_name}")
+    }
+}

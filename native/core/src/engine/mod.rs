@@ -1,0 +1,64 @@
+//! The native engine: compiles a SavedModel's signatures into plans of kernels and runs them.
+
+pub mod attrs;
+pub mod context;
+pub mod graph;
+pub mod kernel;
+pub mod library;
+pub mod model;
+pub mod plan;
+pub mod value;
+
+pub use context::RunContext;
+pub use kernel::{KResult, Kernel, NodeSpec, Registry};
+pub use model::{LoadOptions, Model, Signature, TensorSpec};
+pub use value::Value;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::protos::NodeDef;
+use crate::tensor::Tensor;
+
+/// Runs one node on `inputs` outside any model (no functions, no variables): how the per-op
+/// fixtures replay through the native kernels. Unknown ops are an `UnsupportedOps` error.
+pub fn run_node(node: &NodeDef, inputs: Vec<Tensor>) -> Result<Vec<Value>> {
+    let registry = crate::kernels::registry();
+    let library = library::Library::new(None, &[], registry.clone());
+    let Some(info) = registry.get(&node.op) else {
+        return Err(crate::error::Error::UnsupportedOps {
+            missing: vec![crate::error::MissingOp {
+                op: node.op.clone(),
+                node: node.name.clone(),
+                function: String::new(),
+            }],
+        });
+    };
+    let spec = NodeSpec {
+        name: &node.name,
+        op: &node.op,
+        attrs: attrs::Attrs::new(&node.attr),
+        num_inputs: inputs.len(),
+    };
+    let place = |detail: String| format!("node {:?} (op {}): {detail}", node.name, node.op);
+    let kernel =
+        (info.factory)(&spec).map_err(|d| crate::error::Error::Graph { detail: place(d) })?;
+    let resources = context::ResourceManager::default();
+    let files = context::FileAccess::default();
+    let ctx = RunContext {
+        library: &library,
+        resources: &resources,
+        calls: Vec::new(),
+        files: &files,
+    };
+    let values: Vec<Value> = inputs
+        .into_iter()
+        .map(|t| Value::Tensor(Arc::new(t)))
+        .collect();
+    kernel.run(&ctx, &values).map_err(|e| match e {
+        crate::error::Error::Run { detail } => crate::error::Error::Run {
+            detail: place(detail),
+        },
+        other => other,
+    })
+}

@@ -1,0 +1,771 @@
+//! Loading a SavedModel into a runnable [`Model`], as TensorFlow's loader does: variables
+//! restored through the object graph (TensorFlow 2) or the saver's restore op (TensorFlow 1),
+//! the top-level handle ops that signatures capture bound to those variables, then the init op
+//! run with each asset's placeholder fed its path; every signature compiled once.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use prost::Message;
+
+use crate::bundle::{index_path, BundleReader};
+use crate::dtype::DType;
+use crate::engine::attrs::Attrs;
+use crate::engine::context::{FileAccess, ResourceManager, RunContext};
+use crate::engine::graph::{graph_body, parse_graph_ref, Body, Src};
+use crate::engine::library::Library;
+use crate::engine::plan::{Plan, Request};
+use crate::engine::value::{Resource, Value};
+use crate::error::{Error, MissingOp, Result};
+use crate::protos::{
+    collection_def, saved_object::Kind, tensor_info, AssetFileDef, MetaGraphDef, SignatureDef,
+    TensorInfo, TrackableObjectGraph,
+};
+use crate::saved_model::{find_meta_graph, read_saved_model};
+use crate::tensor::Tensor;
+
+pub const INIT_OP_SIGNATURE: &str = "__saved_model_init_op";
+const INIT_OP_COLLECTIONS: [&str; 3] =
+    ["saved_model_main_op", "legacy_init_op", "table_initializer"];
+const ASSETS_COLLECTION: &str = "saved_model_assets";
+const OBJECT_GRAPH_KEY: &str = "_CHECKPOINTABLE_OBJECT_GRAPH";
+const VARIABLE_VALUE: &str = "VARIABLE_VALUE";
+
+/// How a model is loaded.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub tags: Vec<String>,
+    /// Let the model's file-system ops and assets use any file (TensorFlow's behaviour).
+    pub allow_file_access: bool,
+    /// Where the model's file-system ops may write (and read).
+    pub output_dir: Option<PathBuf>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            tags: vec!["serve".into()],
+            allow_file_access: false,
+            output_dir: None,
+        }
+    }
+}
+
+/// One input or output of a signature.
+#[derive(Clone, Debug)]
+pub struct TensorSpec {
+    pub key: String,
+    /// The graph tensor (`node:index`) it is.
+    pub tensor_name: String,
+    pub dtype: DType,
+    /// -1 for an unknown dimension; None for an unknown rank.
+    pub shape: Option<Vec<i64>>,
+}
+
+/// A compiled SignatureDef.
+pub struct Signature {
+    pub name: String,
+    pub method_name: String,
+    /// Sorted by key.
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    plan: Plan,
+}
+
+pub struct Model {
+    export_dir: PathBuf,
+    meta_graph: MetaGraphDef,
+    library: Library,
+    resources: ResourceManager,
+    files: FileAccess,
+    signatures: Vec<Signature>,
+    /// Restored variables by object-graph path (TensorFlow 2 models).
+    object_variables: Vec<(String, Resource)>,
+}
+
+impl Model {
+    /// Loads the MetaGraphDef of `export_dir` whose tag-set is exactly `options.tags`.
+    pub fn load(export_dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Model> {
+        let export_dir = export_dir.as_ref().to_path_buf();
+        let saved = read_saved_model(&export_dir)?;
+        let tags: Vec<&str> = options.tags.iter().map(String::as_str).collect();
+        let pb = export_dir.join(crate::saved_model::SAVED_MODEL_PB);
+        let meta_graph = find_meta_graph(&saved, &tags, &pb)?.clone();
+        drop(saved);
+        let files = file_access(&export_dir, options);
+        let op_list = meta_graph
+            .meta_info_def
+            .as_ref()
+            .and_then(|m| m.stripped_op_list.as_ref())
+            .map(|l| l.op.clone())
+            .unwrap_or_default();
+        let graph = meta_graph.graph_def.clone().unwrap_or_default();
+        let library = Library::new(graph.library.as_ref(), &op_list, crate::kernels::registry());
+        let mut model = Model {
+            export_dir,
+            meta_graph,
+            library,
+            resources: ResourceManager::default(),
+            files,
+            signatures: Vec::new(),
+            object_variables: Vec::new(),
+        };
+        let body = graph_body(&graph.node, model.library.op_defs())
+            .map_err(|detail| Error::Graph { detail })?;
+        model.signatures = model.compile_signatures(&body)?;
+        let assets = model.assets()?;
+        model.restore_variables(&body)?;
+        model.run_init_op(&body, &assets)?;
+        Ok(model)
+    }
+
+    pub fn export_dir(&self) -> &Path {
+        &self.export_dir
+    }
+
+    pub fn meta_graph(&self) -> &MetaGraphDef {
+        &self.meta_graph
+    }
+
+    /// The signatures, sorted by name (the init op's is not one).
+    pub fn signatures(&self) -> &[Signature] {
+        &self.signatures
+    }
+
+    /// Signature `name`, or an error listing the available ones.
+    pub fn signature(&self, name: &str) -> Result<&Signature> {
+        self.signatures
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.signatures.iter().map(|s| s.name.as_str()).collect();
+                Error::UnknownSignature {
+                    name: name.into(),
+                    available: if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    },
+                }
+            })
+    }
+
+    /// Runs signature `name` on `inputs` (by key; every input exactly once); outputs by key.
+    pub fn run(
+        &self,
+        name: &str,
+        inputs: Vec<(String, Tensor)>,
+    ) -> Result<Vec<(String, Arc<Tensor>)>> {
+        let signature = self.signature(name)?;
+        let args = signature.arrange(inputs)?;
+        let values = signature
+            .plan
+            .run(&self.context(), args)
+            .map_err(|e| named(&signature.name, e))?;
+        signature
+            .outputs
+            .iter()
+            .zip(values)
+            .map(|(spec, value)| match value {
+                Value::Tensor(t) => Ok((spec.key.clone(), t)),
+                other => Err(Error::Run {
+                    detail: format!(
+                        "signature {:?}: output {:?} is a {}, not a tensor",
+                        signature.name,
+                        spec.key,
+                        other.describe()
+                    ),
+                }),
+            })
+            .collect()
+    }
+
+    /// The current value of every variable: by object-graph path in TensorFlow 2 models, by
+    /// shared name in TensorFlow 1 models. Uninitialized ones are left out.
+    pub fn variables(&self) -> Vec<(String, Arc<Tensor>)> {
+        let found = if self.object_variables.is_empty() {
+            self.resources.variables()
+        } else {
+            self.object_variables.clone()
+        };
+        found
+            .into_iter()
+            .filter_map(|(name, r)| Some((name, r.as_variable()?.read()?)))
+            .collect()
+    }
+
+    fn context(&self) -> RunContext<'_> {
+        RunContext {
+            library: &self.library,
+            resources: &self.resources,
+            calls: Vec::new(),
+            files: &self.files,
+        }
+    }
+
+    fn compile_signatures(&self, body: &Body) -> Result<Vec<Signature>> {
+        let mut found = Vec::new();
+        let mut missing = Vec::new();
+        let mut sorted: Vec<(&String, &SignatureDef)> =
+            self.meta_graph.signature_def.iter().collect();
+        sorted.sort_by_key(|(name, _)| name.as_str());
+        for (name, def) in sorted {
+            if name == INIT_OP_SIGNATURE {
+                continue;
+            }
+            match Signature::compile(name, def, body, &self.library) {
+                Ok(signature) => found.push(signature),
+                Err(Error::UnsupportedOps { missing: m }) => missing.extend(m),
+                Err(other) => return Err(other),
+            }
+        }
+        let roots: Vec<String> = found
+            .iter()
+            .flat_map(|s: &Signature| s.plan.functions().to_vec())
+            .collect();
+        missing.extend(self.library.missing_ops(&roots));
+        if !missing.is_empty() {
+            missing.sort();
+            missing.dedup();
+            return Err(Error::UnsupportedOps { missing });
+        }
+        Ok(found)
+    }
+
+    /// Runs the top-level graph: `feeds` in, `fetches` out, after `targets`.
+    fn run_graph(
+        &self,
+        body: &Body,
+        feeds: Vec<(Src, Value)>,
+        fetches: &[Src],
+        targets: &[String],
+    ) -> Result<Vec<Value>> {
+        let (srcs, values): (Vec<Src>, Vec<Value>) = feeds.into_iter().unzip();
+        let request = Request {
+            feeds: &srcs,
+            fetches,
+            targets,
+            keep_stateful: false,
+        };
+        let plan = Plan::compile("graph", body, &request, &self.library)?;
+        plan.run(&self.context(), values)
+    }
+
+    fn assets(&self) -> Result<Vec<(AssetFileDef, PathBuf)>> {
+        let mut defs: Vec<AssetFileDef> = self.meta_graph.asset_file_def.clone();
+        if defs.is_empty() {
+            if let Some(collection_def::Kind::AnyList(list)) = self
+                .meta_graph
+                .collection_def
+                .get(ASSETS_COLLECTION)
+                .and_then(|c| c.kind.as_ref())
+            {
+                for (i, any) in list.value.iter().enumerate() {
+                    defs.push(AssetFileDef::decode(any.value.as_slice()).map_err(|e| {
+                        self.damaged(format!(
+                        "collection {ASSETS_COLLECTION:?} item {i} is not an AssetFileDef ({e})"
+                    ))
+                    })?);
+                }
+            }
+        }
+        defs.into_iter()
+            .map(|def| {
+                let path = self.asset_path(&def.filename)?;
+                Ok((def, path))
+            })
+            .collect()
+    }
+
+    /// The model's copy of asset `filename`, which must stay inside `assets/`.
+    fn asset_path(&self, filename: &str) -> Result<PathBuf> {
+        let relative = Path::new(filename);
+        let plain = relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let path = self.export_dir.join("assets").join(relative);
+        if !plain && !self.files.unrestricted {
+            return Err(self.damaged(format!(
+                "asset {filename:?} names a file outside the model's assets/"
+            )));
+        }
+        self.files
+            .readable(&path.to_string_lossy(), &format!("asset {filename:?}"))
+            .map_err(|e| self.damaged(e.to_string()))
+    }
+
+    fn damaged(&self, detail: String) -> Error {
+        Error::Corrupt {
+            path: self.export_dir.join(crate::saved_model::SAVED_MODEL_PB),
+            what: "MetaGraphDef".into(),
+            detail,
+        }
+    }
+
+    fn restore_variables(&mut self, body: &Body) -> Result<()> {
+        let objects = self.meta_graph.object_graph_def.clone().unwrap_or_default();
+        let has_variables = objects
+            .nodes
+            .iter()
+            .any(|n| matches!(n.kind, Some(Kind::Variable(_))));
+        if let Some(node) = objects
+            .nodes
+            .iter()
+            .position(|n| !n.saveable_objects.is_empty())
+        {
+            return Err(Error::UnsupportedOps {
+                missing: vec![MissingOp {
+                    op: "saveable object restore".into(),
+                    node: format!("object {node}"),
+                    function: String::new(),
+                }],
+            });
+        }
+        if has_variables {
+            return self.restore_object_variables(body, &objects);
+        }
+        let saver = self.meta_graph.saver_def.clone().unwrap_or_default();
+        if saver.restore_op_name.is_empty() {
+            return Ok(());
+        }
+        let prefix = self.export_dir.join("variables").join("variables");
+        if !index_path(&prefix).is_file() {
+            return Err(Error::Missing {
+                path: index_path(&prefix),
+            });
+        }
+        let feed = parse_graph_ref(&saver.filename_tensor_name)
+            .map_err(|detail| Error::Graph { detail })?;
+        let path = Tensor::strings(
+            Vec::new(),
+            vec![prefix.to_string_lossy().into_owned().into_bytes()],
+        );
+        let target = saver
+            .restore_op_name
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        self.run_graph(body, vec![(feed, Value::tensor(path))], &[], &[target])
+            .map(drop)
+            .map_err(|e| named_load("restoring variables", e))
+    }
+
+    fn restore_object_variables(
+        &mut self,
+        body: &Body,
+        objects: &crate::protos::SavedObjectGraph,
+    ) -> Result<()> {
+        let prefix = self.export_dir.join("variables").join("variables");
+        let reader = BundleReader::open(&prefix)?;
+        let index = index_path(&prefix);
+        let graph_tensor = reader.read(OBJECT_GRAPH_KEY)?;
+        let bytes = graph_tensor
+            .string_values()
+            .and_then(|v| v.first())
+            .ok_or_else(|| Error::Corrupt {
+                path: index.clone(),
+                what: OBJECT_GRAPH_KEY.into(),
+                detail: "is not a string".into(),
+            })?;
+        let checkpoint =
+            TrackableObjectGraph::decode(bytes.as_slice()).map_err(|source| Error::Decode {
+                path: index.clone(),
+                message: "TrackableObjectGraph",
+                key: Some(OBJECT_GRAPH_KEY.into()),
+                source,
+            })?;
+        let paths = object_paths(objects);
+        let mut by_node: HashMap<usize, Resource> = HashMap::new();
+        for (node_id, node) in objects.nodes.iter().enumerate() {
+            let Some(Kind::Variable(saved)) = &node.kind else {
+                continue;
+            };
+            let place = format!("variable {:?} (object {node_id})", saved.name);
+            let dtype = DType::from_proto(saved.dtype).ok_or_else(|| Error::Corrupt {
+                path: index.clone(),
+                what: place.clone(),
+                detail: format!("DataType {} is not supported", saved.dtype),
+            })?;
+            let key = checkpoint
+                .nodes
+                .get(node_id)
+                .and_then(|n| n.attributes.iter().find(|a| a.name == VARIABLE_VALUE))
+                .map(|a| a.checkpoint_key.clone())
+                .ok_or_else(|| Error::Corrupt {
+                    path: index.clone(),
+                    what: place.clone(),
+                    detail: "the checkpoint holds no value for it".into(),
+                })?;
+            let value = reader.read(&key)?;
+            if value.dtype() != dtype {
+                return Err(Error::Corrupt {
+                    path: index.clone(),
+                    what: place,
+                    detail: format!(
+                        "checkpoint holds {}, the model declares {dtype}",
+                        value.dtype()
+                    ),
+                });
+            }
+            let name = paths
+                .get(&node_id)
+                .cloned()
+                .unwrap_or_else(|| saved.name.clone());
+            let variable = Resource::variable(name.clone(), Some(dtype));
+            if let Some(v) = variable.as_variable() {
+                v.assign(Arc::new(value));
+            }
+            by_node.insert(node_id, variable.clone());
+            self.object_variables.push((name, variable));
+        }
+        self.object_variables.sort_by(|a, b| a.0.cmp(&b.0));
+        self.bind_captured_handles(body, objects, &by_node);
+        Ok(())
+    }
+
+    /// Points the top-level VarHandleOps that call nodes capture at the restored variables: a
+    /// call's last inputs are its concrete function's bound inputs, in order.
+    fn bind_captured_handles(
+        &self,
+        body: &Body,
+        objects: &crate::protos::SavedObjectGraph,
+        by_node: &HashMap<usize, Resource>,
+    ) {
+        for name in &body.order {
+            let node = &body.nodes[name];
+            if node.def.op != "StatefulPartitionedCall" && node.def.op != "PartitionedCall" {
+                continue;
+            }
+            let Ok(f) = Attrs::new(&node.attrs).func("f") else {
+                continue;
+            };
+            let Some(concrete) = objects.concrete_functions.get(&f.name) else {
+                continue;
+            };
+            let bound = &concrete.bound_inputs;
+            let first = node.inputs.len().saturating_sub(bound.len());
+            for (src, node_id) in node.inputs[first..].iter().zip(bound) {
+                let Src::Node(producer, _) = src else {
+                    continue;
+                };
+                let Some(handle) = body.nodes.get(producer.as_str()) else {
+                    continue;
+                };
+                let variable = usize::try_from(*node_id).ok().and_then(|i| by_node.get(&i));
+                if let (true, Some(variable)) = (handle.def.op == "VarHandleOp", variable) {
+                    let attrs = Attrs::new(&handle.attrs);
+                    let container = attrs.string_or("container", "").unwrap_or_default();
+                    let shared = attrs.string_or("shared_name", "").unwrap_or_default();
+                    let shared = if shared.is_empty() {
+                        handle.def.name.as_str()
+                    } else {
+                        shared
+                    };
+                    self.resources.bind(container, shared, variable.clone());
+                }
+            }
+        }
+    }
+
+    fn run_init_op(&self, body: &Body, assets: &[(AssetFileDef, PathBuf)]) -> Result<()> {
+        let names: Vec<String> = match self.meta_graph.signature_def.get(INIT_OP_SIGNATURE) {
+            Some(init) => init
+                .outputs
+                .values()
+                .filter_map(tensor_name)
+                .map(String::from)
+                .collect(),
+            None => INIT_OP_COLLECTIONS
+                .iter()
+                .find_map(|key| {
+                    match self
+                        .meta_graph
+                        .collection_def
+                        .get(*key)
+                        .and_then(|c| c.kind.as_ref())
+                    {
+                        Some(collection_def::Kind::NodeList(list)) => Some(list.value.clone()),
+                        _ => None,
+                    }
+                })
+                .unwrap_or_default(),
+        };
+        let targets: Vec<String> = names
+            .iter()
+            .map(|n| {
+                n.split(':')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches('^')
+                    .to_string()
+            })
+            .collect();
+        for target in &targets {
+            if !body.nodes.contains_key(target.as_str()) {
+                return Err(
+                    self.damaged(format!("the init op {target:?} is not a node of the graph"))
+                );
+            }
+        }
+        let trivial = targets.iter().all(|t| {
+            body.nodes[t.as_str()].def.op == "NoOp" && body.nodes[t.as_str()].control.is_empty()
+        });
+        if targets.is_empty() || trivial {
+            return Ok(());
+        }
+        let mut feeds = Vec::new();
+        for (asset, path) in assets {
+            let name = asset
+                .tensor_info
+                .as_ref()
+                .and_then(tensor_name)
+                .unwrap_or_default();
+            let src = parse_graph_ref(name).map_err(|detail| Error::Graph { detail })?;
+            let path = Tensor::strings(
+                Vec::new(),
+                vec![path.to_string_lossy().into_owned().into_bytes()],
+            );
+            feeds.push((src, Value::tensor(path)));
+        }
+        self.run_graph(body, feeds, &[], &targets)
+            .map(drop)
+            .map_err(|e| named_load("running the init op", e))
+    }
+}
+
+impl Signature {
+    fn compile(
+        name: &str,
+        def: &SignatureDef,
+        body: &Body,
+        library: &Library,
+    ) -> Result<Signature> {
+        let inputs = specs(name, &def.inputs)?;
+        let outputs = specs(name, &def.outputs)?;
+        let parse = |spec: &TensorSpec| {
+            parse_graph_ref(&spec.tensor_name).map_err(|e| Error::Graph {
+                detail: format!("signature {name:?}: {:?}: {e}", spec.key),
+            })
+        };
+        let feeds: Vec<Src> = inputs.iter().map(parse).collect::<Result<_>>()?;
+        let fetches: Vec<Src> = outputs.iter().map(parse).collect::<Result<_>>()?;
+        let request = Request {
+            feeds: &feeds,
+            fetches: &fetches,
+            targets: &[],
+            keep_stateful: false,
+        };
+        let plan = Plan::compile("graph", body, &request, library).map_err(|e| named(name, e))?;
+        Ok(Signature {
+            name: name.into(),
+            method_name: def.method_name.clone(),
+            inputs,
+            outputs,
+            plan,
+        })
+    }
+
+    /// The caller's inputs in the plan's order, each checked against its spec.
+    fn arrange(&self, inputs: Vec<(String, Tensor)>) -> Result<Vec<Value>> {
+        let mut by_key: BTreeMap<String, Tensor> = BTreeMap::new();
+        for (key, tensor) in inputs {
+            by_key.insert(key, tensor);
+        }
+        let expected: HashSet<&str> = self.inputs.iter().map(|s| s.key.as_str()).collect();
+        let missing: Vec<&str> = self
+            .inputs
+            .iter()
+            .map(|s| s.key.as_str())
+            .filter(|k| !by_key.contains_key(*k))
+            .collect();
+        let extra: Vec<&str> = by_key
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !expected.contains(k))
+            .collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            let mut problems = Vec::new();
+            if !missing.is_empty() {
+                problems.push(format!("missing {missing:?}"));
+            }
+            if !extra.is_empty() {
+                problems.push(format!("unexpected {extra:?}"));
+            }
+            return Err(Error::Feed {
+                detail: format!(
+                    "signature {:?} takes inputs {}; {}",
+                    self.name,
+                    self.describe_inputs(),
+                    problems.join("; ")
+                ),
+            });
+        }
+        self.inputs
+            .iter()
+            .map(|spec| {
+                let tensor = by_key
+                    .remove(&spec.key)
+                    .unwrap_or_else(|| Tensor::strings(Vec::new(), vec![Vec::new()]));
+                spec.check(&self.name, &tensor)?;
+                Ok(Value::tensor(tensor))
+            })
+            .collect()
+    }
+
+    fn describe_inputs(&self) -> String {
+        self.inputs
+            .iter()
+            .map(|s| format!("{}: {} {}", s.key, s.dtype, shape_text(s.shape.as_deref())))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl TensorSpec {
+    fn check(&self, signature: &str, tensor: &Tensor) -> Result<()> {
+        let fail = |what: String| Error::Feed {
+            detail: format!("input {:?} of signature {signature:?}: {what}", self.key),
+        };
+        if tensor.dtype() != self.dtype {
+            return Err(fail(format!(
+                "expected {}, got {}",
+                self.dtype,
+                tensor.dtype()
+            )));
+        }
+        if let Some(dims) = &self.shape {
+            let fits = dims.len() == tensor.rank()
+                && dims
+                    .iter()
+                    .zip(tensor.shape())
+                    .all(|(&d, &n)| d < 0 || d as usize == n);
+            if !fits {
+                return Err(fail(format!(
+                    "expected shape {}, got {:?}",
+                    shape_text(Some(dims)),
+                    tensor.shape()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `(None, 3)`-style text of a partial shape.
+pub fn shape_text(shape: Option<&[i64]>) -> String {
+    match shape {
+        None => "unknown rank".into(),
+        Some(dims) => {
+            let parts: Vec<String> = dims
+                .iter()
+                .map(|&d| if d < 0 { "None".into() } else { d.to_string() })
+                .collect();
+            if parts.len() == 1 {
+                format!("({},)", parts[0])
+            } else {
+                format!("({})", parts.join(", "))
+            }
+        }
+    }
+}
+
+fn specs(signature: &str, map: &HashMap<String, TensorInfo>) -> Result<Vec<TensorSpec>> {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    keys.into_iter()
+        .map(|key| {
+            let info = &map[key];
+            let fail = |what: &str| Error::Graph {
+                detail: format!("signature {signature:?}: {key:?} {what}"),
+            };
+            let name = tensor_name(info).ok_or_else(|| {
+                fail("is a sparse or composite tensor, which the native engine does not support")
+            })?;
+            let dtype = DType::from_proto(info.dtype).ok_or_else(|| {
+                fail(&format!(
+                    "has DataType {}, which the native engine does not support",
+                    info.dtype
+                ))
+            })?;
+            let shape = info
+                .tensor_shape
+                .as_ref()
+                .and_then(|s| (!s.unknown_rank).then(|| s.dim.iter().map(|d| d.size).collect()));
+            Ok(TensorSpec {
+                key: key.clone(),
+                tensor_name: name.to_string(),
+                dtype,
+                shape,
+            })
+        })
+        .collect()
+}
+
+fn tensor_name(info: &TensorInfo) -> Option<&str> {
+    match &info.encoding {
+        Some(tensor_info::Encoding::Name(name)) => Some(name),
+        _ => None,
+    }
+}
+
+fn file_access(export_dir: &Path, options: &LoadOptions) -> FileAccess {
+    let mut roots = vec![export_dir.to_path_buf()];
+    roots.extend(options.output_dir.clone());
+    FileAccess {
+        read_roots: roots,
+        write_roots: options.output_dir.clone().into_iter().collect(),
+        unrestricted: options.allow_file_access,
+    }
+}
+
+/// The dotted path of every object reachable from the root, first path found wins.
+fn object_paths(objects: &crate::protos::SavedObjectGraph) -> HashMap<usize, String> {
+    let mut paths = HashMap::new();
+    let mut queue = std::collections::VecDeque::from([(0usize, String::new())]);
+    let mut seen = HashSet::from([0usize]);
+    while let Some((id, path)) = queue.pop_front() {
+        let Some(node) = objects.nodes.get(id) else {
+            continue;
+        };
+        if !path.is_empty() {
+            paths.insert(id, path.clone());
+        }
+        for child in &node.children {
+            let Ok(child_id) = usize::try_from(child.node_id) else {
+                continue;
+            };
+            if seen.insert(child_id) {
+                let child_path = if path.is_empty() {
+                    child.local_name.clone()
+                } else {
+                    format!("{path}.{}", child.local_name)
+                };
+                queue.push_back((child_id, child_path));
+            }
+        }
+    }
+    paths
+}
+
+fn named(signature: &str, err: Error) -> Error {
+    match err {
+        Error::Run { detail } => Error::Run {
+            detail: format!("signature {signature:?}: {detail}"),
+        },
+        Error::Graph { detail } => Error::Graph {
+            detail: format!("signature {signature:?}: {detail}"),
+        },
+        other => other,
+    }
+}
+
+fn named_load(what: &str, err: Error) -> Error {
+    match err {
+        Error::Run { detail } => Error::Run {
+            detail: format!("{what}: {detail}"),
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,22 @@
+//! The native kernels, one family per module; each module's `register` adds its ops to the one
+//! registry, which is built once per process.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::engine::Registry;
+
+pub mod control;
+pub mod state;
+
+/// Every kernel of the native engine.
+pub fn registry() -> Arc<Registry> {
+    static REGISTRY: OnceLock<Arc<Registry>> = OnceLock::new();
+    REGISTRY
+        .get_or_init(|| {
+            let mut r = Registry::default();
+            control::register(&mut r);
+            state::register(&mut r);
+            Arc::new(r)
+        })
+        .clone()
+}
