@@ -154,7 +154,8 @@ fn compare(ours: &Tensor, expected: &Tensor, case: &Json) -> Result<(), String> 
         .fold(0f64, |m, x| m.max(x.abs()));
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         let same = (x.is_nan() && y.is_nan()) || x == y;
-        if !same && !((x - y).abs() <= atol + rtol * (y.abs() + scale)) {
+        let within = (x - y).abs() <= atol + rtol * (y.abs() + scale);
+        if !same && !within {
             return Err(format!("element {i}: {x}, expected {y}"));
         }
     }
