@@ -7,6 +7,7 @@ use crate::engine::Registry;
 
 pub mod control;
 pub mod state;
+pub mod util;
 
 /// Every kernel of the native engine.
 pub fn registry() -> Arc<Registry> {
