@@ -3,20 +3,29 @@
 //! forever).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+use crate::engine::context::{FileAccess, ResourceManager, RunContext};
 
 use crate::engine::attrs::Attrs;
 use crate::engine::graph::{function_body, OpDefs, Src};
 use crate::engine::kernel::{fail, KResult, Registry};
 use crate::engine::plan::{Plan, Request};
-use crate::error::{Error, MissingOp};
-use crate::protos::{FunctionDef, FunctionDefLibrary, OpDef};
+use crate::error::Error;
+use crate::protos::{FunctionDef, FunctionDefLibrary, NodeDef, OpDef};
 
 pub struct Library {
     functions: HashMap<String, FunctionDef>,
     op_defs: OpDefs,
     registry: Arc<Registry>,
     plans: Mutex<HashMap<String, Arc<Plan>>>,
+    /// The model's variables and tables, which kernels share.
+    pub resources: ResourceManager,
+    pub files: FileAccess,
+    /// Whether plans may read variables at compile time: set by the loader when nothing the
+    /// model can run assigns a variable.
+    fold_variables: AtomicBool,
 }
 
 impl Library {
@@ -25,6 +34,7 @@ impl Library {
         library: Option<&FunctionDefLibrary>,
         op_list: &[OpDef],
         registry: Arc<Registry>,
+        files: FileAccess,
     ) -> Self {
         let mut op_defs: OpDefs = op_list
             .iter()
@@ -42,7 +52,29 @@ impl Library {
             op_defs,
             registry,
             plans: Mutex::new(HashMap::new()),
+            resources: ResourceManager::default(),
+            files,
+            fold_variables: AtomicBool::new(false),
         }
+    }
+
+    /// A context for running kernels outside any call (the model's top level, or folding).
+    pub fn context(&self) -> RunContext<'_> {
+        RunContext {
+            library: self,
+            resources: &self.resources,
+            calls: Vec::new(),
+            files: &self.files,
+        }
+    }
+
+    pub fn fold_variables(&self) -> bool {
+        self.fold_variables.load(Ordering::Relaxed)
+    }
+
+    /// Lets plans compiled from now on read variables at compile time.
+    pub fn set_fold_variables(&self, fold: bool) {
+        self.fold_variables.store(fold, Ordering::Relaxed);
     }
 
     pub fn registry(&self) -> &Registry {
@@ -96,31 +128,23 @@ impl Library {
         Plan::compile(name, &body, &request, self)
     }
 
-    /// The ops without a kernel in `roots` and every function they call, transitively (call
-    /// ops, branches, loop bodies): what decides whether the engine can run a model, known
-    /// before anything runs.
-    pub fn missing_ops(&self, roots: &[String]) -> Vec<MissingOp> {
+    /// Every node of `roots` and of every function they call, transitively (call ops,
+    /// branches, loop bodies), with the function it is in: what decides, before anything runs,
+    /// whether the engine can run a model and whether it can write a variable.
+    pub fn reachable_nodes(&self, roots: &[String]) -> Vec<(&str, &NodeDef)> {
         let mut queue: Vec<&str> = roots.iter().map(String::as_str).collect();
         let mut seen: HashSet<&str> = queue.iter().copied().collect();
-        let mut missing = Vec::new();
+        let mut found = Vec::new();
         while let Some(name) = queue.pop() {
-            let Some(function) = self.functions.get(name) else {
+            let Some((key, function)) = self.functions.get_key_value(name) else {
                 continue;
             };
             for node in &function.node_def {
-                let attrs = Attrs::new(&node.attr);
-                let called = if self.registry.contains(&node.op) {
-                    attrs.all_functions()
-                } else if let Some((key, _)) = self.functions.get_key_value(&node.op) {
-                    vec![key.as_str()]
-                } else {
-                    missing.push(MissingOp {
-                        op: node.op.clone(),
-                        node: node.name.clone(),
-                        function: name.to_string(),
-                    });
-                    continue;
-                };
+                found.push((key.as_str(), node));
+                let mut called = Attrs::new(&node.attr).all_functions();
+                if let Some((callee, _)) = self.functions.get_key_value(&node.op) {
+                    called.push(callee.as_str());
+                }
                 for callee in called {
                     if seen.insert(callee) {
                         queue.push(callee);
@@ -128,8 +152,7 @@ impl Library {
                 }
             }
         }
-        missing.sort();
-        missing
+        found
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Plan>>> {

@@ -2,7 +2,9 @@
 
 pub mod attrs;
 pub mod context;
+pub mod fuse;
 pub mod graph;
+pub mod ir;
 pub mod kernel;
 pub mod library;
 pub mod model;
@@ -24,7 +26,8 @@ use crate::tensor::Tensor;
 /// fixtures replay through the native kernels. Unknown ops are an `UnsupportedOps` error.
 pub fn run_node(node: &NodeDef, inputs: Vec<Tensor>) -> Result<Vec<Value>> {
     let registry = crate::kernels::registry();
-    let library = library::Library::new(None, &[], registry.clone());
+    let library =
+        library::Library::new(None, &[], registry.clone(), context::FileAccess::default());
     let Some(info) = registry.get(&node.op) else {
         return Err(crate::error::Error::UnsupportedOps {
             missing: vec![crate::error::MissingOp {
@@ -43,14 +46,7 @@ pub fn run_node(node: &NodeDef, inputs: Vec<Tensor>) -> Result<Vec<Value>> {
     let place = |detail: String| format!("node {:?} (op {}): {detail}", node.name, node.op);
     let kernel =
         (info.factory)(&spec).map_err(|d| crate::error::Error::Graph { detail: place(d) })?;
-    let resources = context::ResourceManager::default();
-    let files = context::FileAccess::default();
-    let ctx = RunContext {
-        library: &library,
-        resources: &resources,
-        calls: Vec::new(),
-        files: &files,
-    };
+    let ctx = library.context();
     let values: Vec<Value> = inputs
         .into_iter()
         .map(|t| Value::Tensor(Arc::new(t)))

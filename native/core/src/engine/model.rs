@@ -12,7 +12,7 @@ use prost::Message;
 use crate::bundle::{index_path, BundleReader};
 use crate::dtype::DType;
 use crate::engine::attrs::Attrs;
-use crate::engine::context::{FileAccess, ResourceManager, RunContext};
+use crate::engine::context::{FileAccess, RunContext};
 use crate::engine::graph::{graph_body, parse_graph_ref, Body, Src};
 use crate::engine::library::Library;
 use crate::engine::plan::{Plan, Request};
@@ -77,8 +77,6 @@ pub struct Model {
     export_dir: PathBuf,
     meta_graph: MetaGraphDef,
     library: Library,
-    resources: ResourceManager,
-    files: FileAccess,
     signatures: Vec<Signature>,
     /// Restored variables by object-graph path (TensorFlow 2 models).
     object_variables: Vec<(String, Resource)>,
@@ -101,22 +99,30 @@ impl Model {
             .map(|l| l.op.clone())
             .unwrap_or_default();
         let graph = meta_graph.graph_def.clone().unwrap_or_default();
-        let library = Library::new(graph.library.as_ref(), &op_list, crate::kernels::registry());
+        let library = Library::new(
+            graph.library.as_ref(),
+            &op_list,
+            crate::kernels::registry(),
+            files,
+        );
         let mut model = Model {
             export_dir,
             meta_graph,
             library,
-            resources: ResourceManager::default(),
-            files,
             signatures: Vec::new(),
             object_variables: Vec::new(),
         };
         let body = graph_body(&graph.node, model.library.op_defs())
             .map_err(|detail| Error::Graph { detail })?;
-        model.signatures = model.compile_signatures(&body)?;
+        let reached = model.signature_nodes(&body)?;
+        model.check_ops(&reached)?;
         let assets = model.assets()?;
         model.restore_variables(&body)?;
         model.run_init_op(&body, &assets)?;
+        model
+            .library
+            .set_fold_variables(!model.writes_variables(&reached));
+        model.signatures = model.compile_signatures(&body)?;
         Ok(model)
     }
 
@@ -185,7 +191,7 @@ impl Model {
     /// shared name in TensorFlow 1 models. Uninitialized ones are left out.
     pub fn variables(&self) -> Vec<(String, Arc<Tensor>)> {
         let found = if self.object_variables.is_empty() {
-            self.resources.variables()
+            self.library.resources.variables()
         } else {
             self.object_variables.clone()
         };
@@ -196,41 +202,99 @@ impl Model {
     }
 
     fn context(&self) -> RunContext<'_> {
-        RunContext {
-            library: &self.library,
-            resources: &self.resources,
-            calls: Vec::new(),
-            files: &self.files,
-        }
+        self.library.context()
     }
 
-    fn compile_signatures(&self, body: &Body) -> Result<Vec<Signature>> {
-        let mut found = Vec::new();
-        let mut missing = Vec::new();
-        let mut sorted: Vec<(&String, &SignatureDef)> =
-            self.meta_graph.signature_def.iter().collect();
-        sorted.sort_by_key(|(name, _)| name.as_str());
-        for (name, def) in sorted {
+    /// The ops the signatures reach: top-level nodes they need, and every node of the functions
+    /// those call (and of the object graph's functions, which callers may run too), each with
+    /// its function ("" for the top level).
+    fn signature_nodes<'m>(&'m self, body: &'m Body) -> Result<Vec<(String, String, String)>> {
+        let mut reached = Vec::new();
+        let mut roots: Vec<String> = Vec::new();
+        for (name, def) in &self.meta_graph.signature_def {
             if name == INIT_OP_SIGNATURE {
                 continue;
             }
-            match Signature::compile(name, def, body, &self.library) {
-                Ok(signature) => found.push(signature),
-                Err(Error::UnsupportedOps { missing: m }) => missing.extend(m),
-                Err(other) => return Err(other),
+            let mut fetches = Vec::new();
+            let mut feeds = Vec::new();
+            for (list, map) in [(&mut feeds, &def.inputs), (&mut fetches, &def.outputs)] {
+                for info in map.values() {
+                    if let Some(text) = tensor_name(info) {
+                        list.push(parse_graph_ref(text).map_err(|e| Error::Graph {
+                            detail: format!("signature {name:?}: {e}"),
+                        })?);
+                    }
+                }
+            }
+            let ir = crate::engine::ir::build(body, &feeds, &fetches, &[], false, &self.library)
+                .map_err(|e| named(name, e))?;
+            for node in &ir.nodes {
+                reached.push((node.op.clone(), node.name.clone(), String::new()));
+                roots.extend(
+                    Attrs::new(&node.attrs)
+                        .all_functions()
+                        .into_iter()
+                        .map(String::from),
+                );
+                if self.library.has_function(&node.op) {
+                    roots.push(node.op.clone());
+                }
             }
         }
-        let roots: Vec<String> = found
-            .iter()
-            .flat_map(|s: &Signature| s.plan.functions().to_vec())
-            .collect();
-        missing.extend(self.library.missing_ops(&roots));
-        if !missing.is_empty() {
-            missing.sort();
-            missing.dedup();
-            return Err(Error::UnsupportedOps { missing });
+        if let Some(objects) = &self.meta_graph.object_graph_def {
+            roots.extend(objects.concrete_functions.keys().cloned());
         }
-        Ok(found)
+        for (function, node) in self.library.reachable_nodes(&roots) {
+            reached.push((node.op.clone(), node.name.clone(), function.to_string()));
+        }
+        Ok(reached)
+    }
+
+    /// An error listing every op the signatures reach that has no kernel.
+    fn check_ops(&self, reached: &[(String, String, String)]) -> Result<()> {
+        let mut missing: Vec<MissingOp> = reached
+            .iter()
+            .filter(|(op, _, _)| {
+                !self.library.registry().contains(op) && !self.library.has_function(op)
+            })
+            .map(|(op, node, function)| MissingOp {
+                op: op.clone(),
+                node: node.clone(),
+                function: function.clone(),
+            })
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort();
+        missing.dedup();
+        Err(Error::UnsupportedOps { missing })
+    }
+
+    /// Whether any op the signatures or object-graph functions reach can assign a variable;
+    /// if none can, variable reads are folded into the plans as constants.
+    fn writes_variables(&self, reached: &[(String, String, String)]) -> bool {
+        const WRITERS: [&str; 5] = [
+            "Assign",
+            "ResourceApply",
+            "ResourceSparseApply",
+            "ResourceScatter",
+            "ResourceStridedSliceAssign",
+        ];
+        reached
+            .iter()
+            .any(|(op, _, _)| WRITERS.iter().any(|w| op.starts_with(w)))
+    }
+
+    fn compile_signatures(&self, body: &Body) -> Result<Vec<Signature>> {
+        let mut sorted: Vec<(&String, &SignatureDef)> =
+            self.meta_graph.signature_def.iter().collect();
+        sorted.sort_by_key(|(name, _)| name.as_str());
+        sorted
+            .into_iter()
+            .filter(|(name, _)| *name != INIT_OP_SIGNATURE)
+            .map(|(name, def)| Signature::compile(name, def, body, &self.library))
+            .collect()
     }
 
     /// Runs the top-level graph: `feeds` in, `fetches` out, after `targets`.
@@ -285,12 +349,13 @@ impl Model {
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
         let path = self.export_dir.join("assets").join(relative);
-        if !plain && !self.files.unrestricted {
+        if !plain && !self.library.files.unrestricted {
             return Err(self.damaged(format!(
                 "asset {filename:?} names a file outside the model's assets/"
             )));
         }
-        self.files
+        self.library
+            .files
             .readable(&path.to_string_lossy(), &format!("asset {filename:?}"))
             .map_err(|e| self.damaged(e.to_string()))
     }
@@ -463,7 +528,9 @@ impl Model {
                     } else {
                         shared
                     };
-                    self.resources.bind(container, shared, variable.clone());
+                    self.library
+                        .resources
+                        .bind(container, shared, variable.clone());
                 }
             }
         }

@@ -1,16 +1,18 @@
-//! Compiling a graph or function body once into a [`Plan`] (the nodes the outputs need, in
-//! dependency order, each with its kernel made and its attrs read) and running it.
+//! Compiling a graph or function body once into a [`Plan`] and running it.
 //!
 //! A function body keeps what its outputs and control outputs need plus every stateful node
 //! (TensorFlow's function semantics); a graph keeps only what the fetches and targets need
-//! (session semantics). Fed tensors stop the walk. Each step's outputs are dropped after their
-//! last use, so a call holds only the tensors still needed.
+//! (session semantics). Fed tensors stop the walk. Before kernels are chosen the body is
+//! simplified (engine::ir): calls inlined, constants and read-only variables folded, identities
+//! read through, then fused (engine::fuse). Each step's outputs are dropped after their last
+//! use, so a call holds only the tensors still needed.
 
 use std::collections::{HashMap, HashSet};
 
 use crate::engine::attrs::Attrs;
 use crate::engine::context::RunContext;
-use crate::engine::graph::{Body, Node, Src};
+use crate::engine::graph::{Body, Src};
+use crate::engine::ir::{self, Ir, IrNode};
 use crate::engine::kernel::{fail, KResult, Kernel, NodeSpec};
 use crate::engine::library::Library;
 use crate::engine::value::Value;
@@ -21,6 +23,7 @@ use crate::error::{Error, MissingOp, Result};
 enum Slot {
     Arg(usize),
     Out(usize, usize),
+    Const(usize),
 }
 
 struct Step {
@@ -38,8 +41,9 @@ pub struct Plan {
     place: String,
     num_args: usize,
     steps: Vec<Step>,
+    consts: Vec<Value>,
     outputs: Vec<Slot>,
-    /// The library functions its nodes call or name in attrs (branches, bodies).
+    /// The library functions its remaining nodes call or name in attrs (branches, bodies).
     functions: Vec<String>,
 }
 
@@ -64,82 +68,134 @@ impl Plan {
         &self.functions
     }
 
+    /// How many kernels a call runs (after inlining, folding and fusion).
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The ops of the steps, in order (for tests of the optimizer and for profiles).
+    pub fn ops(&self) -> Vec<&str> {
+        self.steps.iter().map(|s| s.op.as_str()).collect()
+    }
+
     pub fn compile(name: &str, body: &Body, request: &Request, library: &Library) -> Result<Plan> {
-        let fed: HashMap<&Src, usize> = request
-            .feeds
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s, i))
-            .collect();
-        let map_src = |src: &Src| -> Src {
-            match fed.get(src) {
-                Some(&i) => Src::Arg(i),
-                None => src.clone(),
-            }
+        let mut ir = ir::build(
+            body,
+            request.feeds,
+            request.fetches,
+            request.targets,
+            request.keep_stateful,
+            library,
+        )?;
+        let num_args = if body.place == "the graph" {
+            request.feeds.len()
+        } else {
+            body.args.len()
         };
-        let mut roots: Vec<&str> = Vec::new();
-        for src in request.fetches {
-            if let Src::Node(n, _) = map_src(src) {
-                roots.push(body_name(body, &n)?);
-            }
-        }
-        for target in request.targets.iter().chain(&body.control_rets) {
-            roots.push(body_name(body, target)?);
-        }
-        if request.keep_stateful {
-            roots.extend(
-                body.order
-                    .iter()
-                    .copied()
-                    .filter(|n| library.is_stateful(&body.nodes[n].def.op)),
-            );
-        }
-        let order = topological(body, &roots, &map_src)?;
-        let index: HashMap<&str, usize> = order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-        let slot = |src: &Src| -> Slot {
-            match map_src(src) {
-                Src::Arg(i) => Slot::Arg(i),
-                Src::Node(n, k) => Slot::Out(index[n.as_str()], k),
-            }
-        };
+        ir.inline_calls(library)?;
+        ir.prune();
+        let order = ir.order()?;
+        ir.fold(&order, &library.context(), library.fold_variables());
+        ir.skip_identities();
+        ir.prune();
+        crate::engine::fuse::fuse(&mut ir);
+        ir.prune();
         let function = if body.place == "the graph" {
             String::new()
         } else {
             name.to_string()
         };
+        Self::from_ir(name, ir, num_args, &function, library)
+    }
+
+    fn from_ir(
+        name: &str,
+        ir: Ir,
+        num_args: usize,
+        function: &str,
+        library: &Library,
+    ) -> Result<Plan> {
+        let order = ir.order()?;
+        let mut consts = Vec::new();
+        let mut const_slot: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut step_of: HashMap<usize, usize> = HashMap::new();
         let mut missing = Vec::new();
         let mut functions = Vec::new();
-        let mut steps = Vec::with_capacity(order.len());
-        for name in &order {
-            let node = &body.nodes[name];
+        let mut steps = Vec::new();
+        let mut slot =
+            |src: &Src, consts: &mut Vec<Value>, step_of: &HashMap<usize, usize>| -> Result<Slot> {
+                match src {
+                    Src::Arg(i) if *i < num_args => Ok(Slot::Arg(*i)),
+                    Src::Arg(i) => Err(Error::Graph {
+                        detail: format!(
+                            "{}: argument {i} does not exist ({num_args} arguments)",
+                            ir.place
+                        ),
+                    }),
+                    Src::Node(n, k) => {
+                        let i = ir.index[n];
+                        if let Some(values) = &ir.nodes[i].value {
+                            let value = values.get(*k).cloned().ok_or_else(|| Error::Graph {
+                                detail: format!(
+                                    "{}: node {n:?} has {} outputs; output {k} does not exist",
+                                    ir.place,
+                                    values.len()
+                                ),
+                            })?;
+                            let c = *const_slot.entry((i, *k)).or_insert_with(|| {
+                                consts.push(value);
+                                consts.len() - 1
+                            });
+                            return Ok(Slot::Const(c));
+                        }
+                        Ok(Slot::Out(step_of[&i], *k))
+                    }
+                }
+            };
+        for &i in &order {
+            let node = &ir.nodes[i];
+            if node.value.is_some() {
+                continue;
+            }
             functions.extend(
                 Attrs::new(&node.attrs)
                     .all_functions()
                     .into_iter()
                     .map(String::from),
             );
-            if library.has_function(&node.def.op) {
-                functions.push(node.def.op.clone());
+            if library.has_function(&node.op) {
+                functions.push(node.op.clone());
             }
-            let inputs: Vec<Slot> = node.inputs.iter().map(slot).collect();
+            let inputs = node
+                .inputs
+                .iter()
+                .map(|s| slot(s, &mut consts, &step_of))
+                .collect::<Result<Vec<Slot>>>()?;
             match make_kernel(node, library) {
-                Ok(Some(kernel)) => steps.push(Step {
-                    node: node.def.name.clone(),
-                    op: node.def.op.clone(),
-                    kernel,
-                    inputs,
-                    frees: Vec::new(),
-                }),
+                Ok(Some(kernel)) => {
+                    step_of.insert(i, steps.len());
+                    steps.push(Step {
+                        node: node.name.clone(),
+                        op: node.op.clone(),
+                        kernel,
+                        inputs,
+                        frees: Vec::new(),
+                    });
+                }
                 Ok(None) => missing.push(MissingOp {
-                    op: node.def.op.clone(),
-                    node: node.def.name.clone(),
-                    function: function.clone(),
+                    op: node.op.clone(),
+                    node: node.name.clone(),
+                    function: function.to_string(),
                 }),
                 Err(detail) => {
                     return Err(Error::Graph {
                         detail: format!(
                             "{}: node {:?} (op {}): {detail}",
-                            body.place, node.def.name, node.def.op
+                            ir.place, node.name, node.op
                         ),
                     })
                 }
@@ -148,17 +204,20 @@ impl Plan {
         if !missing.is_empty() {
             return Err(Error::UnsupportedOps { missing });
         }
-        let outputs: Vec<Slot> = request.fetches.iter().map(slot).collect();
+        let outputs = ir
+            .outputs
+            .iter()
+            .map(|s| slot(s, &mut consts, &step_of))
+            .collect::<Result<Vec<Slot>>>()?;
         plan_frees(&mut steps, &outputs);
+        functions.sort();
+        functions.dedup();
         Ok(Plan {
             name: name.to_string(),
-            place: body.place.clone(),
-            num_args: if body.place == "the graph" {
-                request.feeds.len()
-            } else {
-                body.args.len()
-            },
+            place: ir.place,
+            num_args,
             steps,
+            consts,
             outputs,
             functions,
         })
@@ -175,18 +234,17 @@ impl Plan {
             )));
         }
         let mut outs: Vec<Vec<Value>> = Vec::with_capacity(self.steps.len());
+        let mut inputs: Vec<Value> = Vec::new();
         for step in &self.steps {
-            let inputs = step
-                .inputs
-                .iter()
-                .map(|&s| read(&args, &outs, s, self))
-                .collect::<KResult<Vec<Value>>>()
-                .map_err(|e| self.wrap(step, e))?;
+            inputs.clear();
+            for &s in &step.inputs {
+                inputs.push(self.read(&args, &outs, s).map_err(|e| self.wrap(step, e))?);
+            }
             let result = step
                 .kernel
                 .run(ctx, &inputs)
                 .map_err(|e| self.wrap(step, e))?;
-            drop(inputs);
+            inputs.clear();
             outs.push(result);
             for &done in &step.frees {
                 outs[done] = Vec::new();
@@ -194,8 +252,27 @@ impl Plan {
         }
         self.outputs
             .iter()
-            .map(|&s| read(&args, &outs, s, self))
+            .map(|&s| self.read(&args, &outs, s))
             .collect()
+    }
+
+    fn read(&self, args: &[Value], outs: &[Vec<Value>], slot: Slot) -> KResult<Value> {
+        match slot {
+            Slot::Arg(i) => args
+                .get(i)
+                .cloned()
+                .ok_or_else(|| fail(format!("missing input {i}"))),
+            Slot::Const(i) => Ok(self.consts[i].clone()),
+            Slot::Out(step, k) => outs[step].get(k).cloned().ok_or_else(|| {
+                let s = &self.steps[step];
+                fail(format!(
+                    "node {:?} (op {}) has {} outputs; output {k} does not exist",
+                    s.node,
+                    s.op,
+                    outs[step].len()
+                ))
+            }),
+        }
     }
 
     fn wrap(&self, step: &Step, err: Error) -> Error {
@@ -210,127 +287,25 @@ impl Plan {
     }
 }
 
-fn read(args: &[Value], outs: &[Vec<Value>], slot: Slot, plan: &Plan) -> KResult<Value> {
-    match slot {
-        Slot::Arg(i) => args
-            .get(i)
-            .cloned()
-            .ok_or_else(|| fail(format!("missing input {i}"))),
-        Slot::Out(step, k) => outs[step].get(k).cloned().ok_or_else(|| {
-            let s = &plan.steps[step];
-            fail(format!(
-                "node {:?} (op {}) has {} outputs; output {k} does not exist",
-                s.node,
-                s.op,
-                outs[step].len()
-            ))
-        }),
-    }
-}
-
 /// The kernel of a node: a registered op's, or a call of the library function the op names;
 /// None if the engine has neither.
 fn make_kernel(
-    node: &Node,
+    node: &IrNode,
     library: &Library,
 ) -> std::result::Result<Option<Box<dyn Kernel>>, String> {
     let spec = NodeSpec {
-        name: &node.def.name,
-        op: &node.def.op,
+        name: &node.name,
+        op: &node.op,
         attrs: Attrs::new(&node.attrs),
         num_inputs: node.inputs.len(),
     };
-    if let Some(info) = library.registry().get(&node.def.op) {
+    if let Some(info) = library.registry().get(&node.op) {
         return (info.factory)(&spec).map(Some);
     }
-    if library.has_function(&node.def.op) {
-        return Ok(Some(crate::kernels::control::direct_call(&node.def.op)));
+    if library.has_function(&node.op) {
+        return Ok(Some(crate::kernels::control::direct_call(&node.op)));
     }
     Ok(None)
-}
-
-fn body_name<'a>(body: &Body<'a>, name: &str) -> Result<&'a str> {
-    body.nodes
-        .get_key_value(name)
-        .map(|(k, _)| *k)
-        .ok_or_else(|| Error::Graph {
-            detail: format!("{}: no node named {name:?}", body.place),
-        })
-}
-
-/// The nodes `roots` need, dependencies first; a cycle or a dangling input is an error.
-fn topological<'a>(
-    body: &Body<'a>,
-    roots: &[&'a str],
-    map_src: &dyn Fn(&Src) -> Src,
-) -> Result<Vec<&'a str>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        Open,
-        Done,
-    }
-    let mut marks: HashMap<&str, Mark> = HashMap::new();
-    let mut order = Vec::new();
-    for &root in roots {
-        if marks.contains_key(root) {
-            continue;
-        }
-        let mut stack: Vec<(&str, bool)> = vec![(root, false)];
-        while let Some((name, expanded)) = stack.pop() {
-            if expanded {
-                marks.insert(name, Mark::Done);
-                order.push(name);
-                continue;
-            }
-            match marks.get(name) {
-                Some(Mark::Done) => continue,
-                Some(Mark::Open) => {
-                    return Err(Error::Graph {
-                        detail: format!(
-                            "{}: node {name:?} depends on itself (a cycle)",
-                            body.place
-                        ),
-                    })
-                }
-                None => {}
-            }
-            marks.insert(name, Mark::Open);
-            stack.push((name, true));
-            let node = &body.nodes[name];
-            let deps = node
-                .inputs
-                .iter()
-                .filter_map(|s| match map_src(s) {
-                    Src::Node(n, _) => Some(n),
-                    Src::Arg(_) => None,
-                })
-                .chain(node.control.iter().cloned());
-            for dep in deps {
-                let (key, _) =
-                    body.nodes
-                        .get_key_value(dep.as_str())
-                        .ok_or_else(|| Error::Graph {
-                            detail: format!(
-                                "{}: node {name:?} (op {}) has input {dep:?}, which is not a node",
-                                body.place, node.def.op
-                            ),
-                        })?;
-                match marks.get(key) {
-                    Some(Mark::Done) => {}
-                    Some(Mark::Open) => {
-                        return Err(Error::Graph {
-                            detail: format!(
-                                "{}: node {key:?} depends on itself (a cycle)",
-                                body.place
-                            ),
-                        })
-                    }
-                    None => stack.push((key, false)),
-                }
-            }
-        }
-    }
-    Ok(order)
 }
 
 /// Marks, on each step, the earlier steps whose outputs it is the last to read.
@@ -347,7 +322,7 @@ fn plan_frees(steps: &mut [Step], outputs: &[Slot]) {
         .iter()
         .filter_map(|s| match s {
             Slot::Out(step, _) => Some(*step),
-            Slot::Arg(_) => None,
+            _ => None,
         })
         .collect();
     for (producer, consumer) in last {
