@@ -1,8 +1,343 @@
-//! Fusion: rewriting chains of nodes into one kernel call (convolution or matmul with its bias
-//! and activation, batch normalization folded into the convolution's weights). Patterns are
-//! matched on the IR after folding, so weights are known constants.
+//! Fusion: rewriting a convolution or matmul with constant weights, followed by a chain of
+//! per-channel affine ops (BiasAdd, Add, Sub and Mul by constants: biases and inference-mode
+//! batch normalization) and an optional activation, into one node of TensorFlow's internal
+//! fused ops (`_FusedConv2D`, `_FusedDepthwiseConv2dNative`, `_FusedMatMul`: fused_ops
+//! `[BiasAdd, <activation>]`). The scales are multiplied into the weights and the shifts become
+//! the bias, so the chain costs one pass over the output instead of one per op.
+//!
+//! Patterns are matched after folding, so weights and batch-norm statistics are constants;
+//! only float32 NHWC chains whose intermediate results nothing else reads are rewritten.
 
-use crate::engine::ir::Ir;
+use std::collections::HashMap;
+use std::sync::Arc;
 
-/// Rewrites the fusable chains of `ir` in place.
-pub fn fuse(_ir: &mut Ir) {}
+use crate::engine::attrs::Attrs;
+use crate::engine::graph::Src;
+use crate::engine::ir::{Ir, IrNode};
+use crate::engine::kernel::Registry;
+use crate::engine::value::Value;
+use crate::protos::attr_value::{ListValue, Value as A};
+use crate::protos::AttrValue;
+use crate::tensor::Tensor;
+
+/// Activations the fused kernels apply in their output pass.
+pub const FUSED_ACTIVATIONS: [&str; 6] = ["Relu", "Relu6", "Elu", "LeakyRelu", "Sigmoid", "Tanh"];
+
+/// Rewrites the fusable chains of `ir` in place (for the fused ops `registry` has kernels of).
+pub fn fuse(ir: &mut Ir, registry: &Registry) {
+    let mut uses = use_counts(ir);
+    for i in 0..ir.nodes.len() {
+        if !registry.contains(&format!("_Fused{}", ir.nodes[i].op)) {
+            continue;
+        }
+        if let Some(rewrite) = match_chain(ir, i, &uses) {
+            apply(ir, rewrite, &mut uses);
+        }
+    }
+}
+
+/// How many times each node output is read (data inputs, plan outputs), and which nodes are
+/// named by control edges or roots (those are never fused away).
+struct Uses {
+    data: HashMap<(String, usize), usize>,
+    pinned: std::collections::HashSet<String>,
+    /// The nodes reading each node's outputs.
+    consumers: HashMap<String, Vec<usize>>,
+}
+
+fn use_counts(ir: &Ir) -> Uses {
+    let mut data: HashMap<(String, usize), usize> = HashMap::new();
+    let mut pinned: std::collections::HashSet<String> = ir.roots.iter().cloned().collect();
+    let mut consumers: HashMap<String, Vec<usize>> = HashMap::new();
+    for (j, node) in ir.nodes.iter().enumerate() {
+        for src in &node.inputs {
+            if let Src::Node(n, k) = src {
+                *data.entry((n.clone(), *k)).or_default() += 1;
+                let list = consumers.entry(n.clone()).or_default();
+                if list.last() != Some(&j) {
+                    list.push(j);
+                }
+            }
+        }
+        pinned.extend(node.control.iter().cloned());
+    }
+    for src in &ir.outputs {
+        if let Src::Node(n, _) = src {
+            pinned.insert(n.clone());
+        }
+    }
+    Uses {
+        data,
+        pinned,
+        consumers,
+    }
+}
+
+struct Rewrite {
+    producer: usize,
+    /// The chain's last node, which the fused node replaces (consumers keep its name).
+    last: usize,
+    weights: Tensor,
+    bias: Vec<f32>,
+    activation: Option<(String, f32)>,
+}
+
+/// The chain starting at producer `i`, if it is worth fusing.
+fn match_chain(ir: &Ir, i: usize, uses: &Uses) -> Option<Rewrite> {
+    let producer = &ir.nodes[i];
+    let (channels, layout) = output_channels(ir, producer)?;
+    let weights = weights_of(ir, producer)?;
+    let mut scale = vec![1f32; channels];
+    let mut shift = vec![0f32; channels];
+    let mut current = i;
+    let mut activation = None;
+    let mut length = 0;
+    loop {
+        let name = &ir.nodes[current].name;
+        if uses.pinned.contains(name) || uses.data.get(&(name.clone(), 0)) != Some(&1) {
+            break;
+        }
+        let next = match uses.consumers.get(name).map(Vec::as_slice) {
+            Some(&[j]) => j,
+            _ => break,
+        };
+        let node = &ir.nodes[next];
+        if let Some(alpha) = activation_of(node) {
+            activation = Some((node.op.clone(), alpha));
+            current = next;
+            length += 1;
+            break;
+        }
+        if !affine_step(ir, node, name, channels, &mut scale, &mut shift) {
+            break;
+        }
+        current = next;
+        length += 1;
+    }
+    if length == 0 {
+        return None;
+    }
+    let weights = scaled(&weights, &scale, layout)?;
+    Some(Rewrite {
+        producer: i,
+        last: current,
+        weights,
+        bias: shift,
+        activation,
+    })
+}
+
+/// Folds one BiasAdd/Add/AddV2/Sub/Mul by a per-channel constant into (scale, shift);
+/// false if `node` is not such a step on `input`.
+fn affine_step(
+    ir: &Ir,
+    node: &IrNode,
+    input: &str,
+    channels: usize,
+    scale: &mut [f32],
+    shift: &mut [f32],
+) -> bool {
+    if node.inputs.len() != 2 || !float32(node) {
+        return false;
+    }
+    let ours = |s: &Src| matches!(s, Src::Node(n, 0) if n == input);
+    let (first_is_ours, other) = match (&node.inputs[0], &node.inputs[1]) {
+        (a, b) if ours(a) && !ours(b) => (true, b),
+        (a, b) if ours(b) && !ours(a) => (false, a),
+        _ => return false,
+    };
+    let Some(Value::Tensor(c)) = ir.known(other) else {
+        return false;
+    };
+    let Some(per_channel) = per_channel(&c, channels) else {
+        return false;
+    };
+    match node.op.as_str() {
+        "BiasAdd"
+            if first_is_ours
+                && Attrs::new(&node.attrs).string_or("data_format", "NHWC") == Ok("NHWC") =>
+        {
+            shift
+                .iter_mut()
+                .zip(&per_channel)
+                .for_each(|(s, c)| *s += c);
+        }
+        "Add" | "AddV2" => shift
+            .iter_mut()
+            .zip(&per_channel)
+            .for_each(|(s, c)| *s += c),
+        "Sub" if first_is_ours => shift
+            .iter_mut()
+            .zip(&per_channel)
+            .for_each(|(s, c)| *s -= c),
+        "Mul" => {
+            for ((sc, sh), c) in scale.iter_mut().zip(shift.iter_mut()).zip(&per_channel) {
+                *sc *= c;
+                *sh *= c;
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// A constant's values per output channel: a single value broadcast, or a trailing dimension
+/// of `channels` with every other dimension 1.
+fn per_channel(c: &Tensor, channels: usize) -> Option<Vec<f32>> {
+    let values = c.values::<f32>()?;
+    let shape = c.shape();
+    if values.len() == 1 && shape.iter().all(|&d| d == 1) {
+        return Some(vec![values[0]; channels]);
+    }
+    let (last, rest) = shape.split_last()?;
+    (*last == channels && rest.iter().all(|&d| d == 1) && shape.len() <= 4).then(|| values.to_vec())
+}
+
+fn activation_of(node: &IrNode) -> Option<f32> {
+    if !FUSED_ACTIVATIONS.contains(&node.op.as_str()) || node.inputs.len() != 1 || !float32(node) {
+        return None;
+    }
+    Some(
+        Attrs::new(&node.attrs)
+            .float_or("alpha", 0.2)
+            .unwrap_or(0.2),
+    )
+}
+
+fn float32(node: &IrNode) -> bool {
+    Attrs::new(&node.attrs).dtype("T").ok() == Some(crate::DType::Float32)
+}
+
+/// The constant weights of a fusable producer.
+fn weights_of(ir: &Ir, node: &IrNode) -> Option<Tensor> {
+    match ir.known(node.inputs.get(1)?)? {
+        Value::Tensor(t) if t.values::<f32>().is_some() => Some((*t).clone()),
+        _ => None,
+    }
+}
+
+/// Where a weight's output channel is: the last dimension (convolutions, MatMul), or the first
+/// of a `[channels, k]` matrix (MatMul with transpose_b).
+#[derive(Clone, Copy)]
+enum Layout {
+    Last(usize),
+    First(usize),
+}
+
+/// How many output channels a fusable producer has, and where they are in its weights.
+fn output_channels(ir: &Ir, node: &IrNode) -> Option<(usize, Layout)> {
+    let attrs = Attrs::new(&node.attrs);
+    if !float32(node) || node.inputs.len() != 2 || node.value.is_some() {
+        return None;
+    }
+    let Value::Tensor(w) = ir.known(&node.inputs[1])? else {
+        return None;
+    };
+    let shape = w.shape();
+    match node.op.as_str() {
+        "Conv2D" | "DepthwiseConv2dNative"
+            if attrs.string_or("data_format", "NHWC") == Ok("NHWC") && shape.len() == 4 =>
+        {
+            let channels = if node.op == "Conv2D" {
+                shape[3]
+            } else {
+                shape[2] * shape[3]
+            };
+            Some((channels, Layout::Last(channels)))
+        }
+        "MatMul" if shape.len() == 2 && !attrs.bool_or("transpose_a", false).ok()? => {
+            Some(if attrs.bool_or("transpose_b", false).ok()? {
+                (shape[0], Layout::First(shape[1]))
+            } else {
+                (shape[1], Layout::Last(shape[1]))
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The weights with output channel `c` multiplied by `scale[c]`.
+fn scaled(weights: &Tensor, scale: &[f32], layout: Layout) -> Option<Tensor> {
+    if scale.iter().all(|&s| s == 1.0) {
+        return Some(weights.clone());
+    }
+    let values = weights.values::<f32>()?;
+    let out = values
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let c = match layout {
+                Layout::Last(channels) => i % channels,
+                Layout::First(k) => i / k,
+            };
+            w * scale[c]
+        })
+        .collect();
+    Some(Tensor::from_vec(weights.shape().to_vec(), out))
+}
+
+fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
+    let producer = &ir.nodes[rewrite.producer];
+    let last_name = ir.nodes[rewrite.last].name.clone();
+    let fused_op = format!("_Fused{}", producer.op);
+    let mut attrs = producer.attrs.clone();
+    let mut fused_ops = vec![b"BiasAdd".to_vec()];
+    if let Some((op, alpha)) = &rewrite.activation {
+        fused_ops.push(op.as_bytes().to_vec());
+        attrs.insert(
+            "leakyrelu_alpha".into(),
+            AttrValue {
+                value: Some(A::F(*alpha)),
+            },
+        );
+    }
+    attrs.insert(
+        "fused_ops".into(),
+        AttrValue {
+            value: Some(A::List(ListValue {
+                s: fused_ops,
+                ..Default::default()
+            })),
+        },
+    );
+    attrs.insert(
+        "num_args".into(),
+        AttrValue {
+            value: Some(A::I(1)),
+        },
+    );
+    let input = producer.inputs[0].clone();
+    let control = producer.control.clone();
+    let chain = producer.chain.clone();
+    let weights_name = format!("{last_name}/fused_weights");
+    let bias_name = format!("{last_name}/fused_bias");
+    let channels = rewrite.bias.len();
+    for (name, tensor) in [
+        (weights_name.clone(), rewrite.weights),
+        (
+            bias_name.clone(),
+            Tensor::from_vec(vec![channels], rewrite.bias),
+        ),
+    ] {
+        ir.nodes.push(IrNode {
+            name: name.clone(),
+            op: "Const".into(),
+            attrs: HashMap::new(),
+            inputs: Vec::new(),
+            control: Vec::new(),
+            value: Some(vec![Value::Tensor(Arc::new(tensor))]),
+            chain: Vec::new(),
+        });
+        ir.index.insert(name, ir.nodes.len() - 1);
+    }
+    ir.nodes[rewrite.last] = IrNode {
+        name: last_name,
+        op: fused_op,
+        attrs,
+        inputs: vec![input, Src::Node(weights_name, 0), Src::Node(bias_name, 0)],
+        control,
+        value: None,
+        chain,
+    };
+    uses.pinned.insert(ir.nodes[rewrite.producer].name.clone());
+}
