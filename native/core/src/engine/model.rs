@@ -175,6 +175,19 @@ impl Model {
             .zip(values)
             .map(|(spec, value)| match value {
                 Value::Tensor(t) => Ok((spec.key.clone(), t)),
+                // A TensorFlow 1 graph may fetch a reference variable: its current value.
+                Value::Ref(r) => r
+                    .as_variable()
+                    .and_then(|v| v.read())
+                    .map(|t| (spec.key.clone(), t))
+                    .ok_or_else(|| Error::Run {
+                        detail: format!(
+                            "signature {:?}: output {:?}: variable {} is not initialized",
+                            signature.name,
+                            spec.key,
+                            r.name()
+                        ),
+                    }),
                 other => Err(Error::Run {
                     detail: format!(
                         "signature {:?}: output {:?} is a {}, not a tensor",
@@ -836,3 +849,9 @@ fn named_load(what: &str, err: Error) -> Error {
         other => other,
     }
 }
+
+/// A model is shared by threads that run signatures at once (a server, Python without the GIL).
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Model>();
+};
