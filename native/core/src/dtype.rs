@@ -47,6 +47,29 @@ impl DType {
         })
     }
 
+    /// The `DataType` enum number files store for this dtype.
+    pub fn to_proto(self) -> i32 {
+        let value = match self {
+            Self::Float16 => DataType::DtHalf,
+            Self::BFloat16 => DataType::DtBfloat16,
+            Self::Float32 => DataType::DtFloat,
+            Self::Float64 => DataType::DtDouble,
+            Self::Int8 => DataType::DtInt8,
+            Self::Int16 => DataType::DtInt16,
+            Self::Int32 => DataType::DtInt32,
+            Self::Int64 => DataType::DtInt64,
+            Self::UInt8 => DataType::DtUint8,
+            Self::UInt16 => DataType::DtUint16,
+            Self::UInt32 => DataType::DtUint32,
+            Self::UInt64 => DataType::DtUint64,
+            Self::Bool => DataType::DtBool,
+            Self::Complex64 => DataType::DtComplex64,
+            Self::Complex128 => DataType::DtComplex128,
+            Self::String => DataType::DtString,
+        };
+        value as i32
+    }
+
     /// numpy's name for the dtype (`float32`, `bfloat16`, `string` for byte strings).
     pub fn name(self) -> &'static str {
         match self {

@@ -2,6 +2,7 @@
 
 pub mod attrs;
 pub mod context;
+pub mod frozen;
 pub mod fuse;
 pub mod graph;
 pub mod ir;

@@ -91,6 +91,32 @@ impl Model {
         let pb = export_dir.join(crate::saved_model::SAVED_MODEL_PB);
         let meta_graph = find_meta_graph(&saved, &tags, &pb)?.clone();
         drop(saved);
+        Self::from_meta_graph(export_dir, meta_graph, options)
+    }
+
+    /// Loads a TensorFlow 1 frozen GraphDef file (`.pb`) as a model with one signature,
+    /// `serving_default` (see `frozen::signature`): its inputs are the graph's placeholders and
+    /// its outputs the nodes nothing else reads, each keyed by its node name.
+    pub fn load_graph_def(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Model> {
+        let path = path.as_ref();
+        let graph = crate::saved_model::read_graph_def(path)?;
+        let signature = crate::engine::frozen::signature(&graph, path)?;
+        let meta_graph = MetaGraphDef {
+            graph_def: Some(graph),
+            signature_def: HashMap::from([("serving_default".to_string(), signature)]),
+            ..Default::default()
+        };
+        let dir = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        Self::from_meta_graph(dir, meta_graph, options)
+    }
+
+    fn from_meta_graph(
+        export_dir: PathBuf,
+        meta_graph: MetaGraphDef,
+        options: &LoadOptions,
+    ) -> Result<Model> {
         let files = file_access(&export_dir, options);
         let op_list = meta_graph
             .meta_info_def
