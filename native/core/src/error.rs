@@ -101,6 +101,10 @@ pub enum Error {
     #[error("{detail}")]
     Feed { detail: String },
 
+    /// The caller's time limit ran out; `detail` says where the engine noticed.
+    #[error("{detail}")]
+    DeadlineExceeded { detail: String },
+
     #[error("no signature {name:?}; available: {available}")]
     UnknownSignature { name: String, available: String },
 }

@@ -5,11 +5,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use crate::dtype::DType;
 use crate::engine::kernel::{fail, KResult};
 use crate::engine::library::Library;
 use crate::engine::value::{Resource, Value};
+use crate::error::Error;
 
 /// Calls nested deeper than this are an error naming the chain (a recursive model, or one
 /// built to exhaust the stack), as the numpy engine's `max_function_depth` default.
@@ -21,11 +23,14 @@ pub struct RunContext<'a> {
     /// The functions being called, outermost first.
     pub calls: Vec<&'a str>,
     pub files: &'a FileAccess,
+    /// When the caller's time limit runs out; checked per function call and loop iteration.
+    pub deadline: Option<Instant>,
 }
 
 impl<'a> RunContext<'a> {
     /// Runs library function `name` on `inputs` in a context one call deeper.
     pub fn call(&self, name: &str, inputs: &[Value]) -> KResult {
+        self.check_deadline(&format!("call of function {name:?}"))?;
         if self.calls.len() >= MAX_CALL_DEPTH {
             let chain = self.calls.join(" -> ");
             return Err(fail(format!(
@@ -40,8 +45,19 @@ impl<'a> RunContext<'a> {
             resources: self.resources,
             calls,
             files: self.files,
+            deadline: self.deadline,
         };
         plan.run(&inner, inputs.to_vec())
+    }
+
+    /// An error if the caller's time limit has passed; `what` names where it was noticed.
+    pub fn check_deadline(&self, what: &str) -> KResult<()> {
+        match self.deadline {
+            Some(deadline) if Instant::now() >= deadline => Err(Error::DeadlineExceeded {
+                detail: format!("time limit exceeded at {what}"),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 

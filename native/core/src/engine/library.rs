@@ -65,6 +65,7 @@ impl Library {
             resources: &self.resources,
             calls: Vec::new(),
             files: &self.files,
+            deadline: None,
         }
     }
 

@@ -189,11 +189,24 @@ impl Model {
         name: &str,
         inputs: Vec<(String, Tensor)>,
     ) -> Result<Vec<(String, Arc<Tensor>)>> {
+        self.run_until(name, inputs, None)
+    }
+
+    /// [`Model::run`] with a time limit: past `deadline` the run stops at the next function call
+    /// or loop iteration with `Error::DeadlineExceeded` (one long kernel is not interrupted).
+    pub fn run_until(
+        &self,
+        name: &str,
+        inputs: Vec<(String, Tensor)>,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Vec<(String, Arc<Tensor>)>> {
         let signature = self.signature(name)?;
         let args = signature.arrange(inputs)?;
+        let mut ctx = self.context();
+        ctx.deadline = deadline;
         let values = signature
             .plan
-            .run(&self.context(), args)
+            .run(&ctx, args)
             .map_err(|e| named(&signature.name, e))?;
         signature
             .outputs
@@ -857,6 +870,9 @@ fn object_paths(objects: &crate::protos::SavedObjectGraph) -> HashMap<usize, Str
 
 fn named(signature: &str, err: Error) -> Error {
     match err {
+        Error::DeadlineExceeded { detail } => Error::DeadlineExceeded {
+            detail: format!("signature {signature:?}: {detail}"),
+        },
         Error::Run { detail } => Error::Run {
             detail: format!("signature {signature:?}: {detail}"),
         },

@@ -278,6 +278,14 @@ impl Plan {
     fn wrap(&self, step: &Step, err: Error) -> Error {
         let detail = match err {
             Error::Run { detail } => detail,
+            Error::DeadlineExceeded { detail } => {
+                return Error::DeadlineExceeded {
+                    detail: format!(
+                        "{}: node {:?} (op {}): {detail}",
+                        self.place, step.node, step.op
+                    ),
+                }
+            }
             other => other.to_string(),
         };
         fail(format!(

@@ -81,6 +81,7 @@ fn while_op(node: &NodeSpec) -> Made {
 
 fn run_while(ctx: &RunContext, cond: &str, body: &str, mut state: Vec<Value>) -> KResult {
     loop {
+        ctx.check_deadline(&format!("an iteration of the loop with body {body:?}"))?;
         let verdict = ctx.call(cond, &state)?;
         if !truth(&verdict)? {
             return Ok(state);
