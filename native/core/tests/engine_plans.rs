@@ -244,3 +244,37 @@ fn unknown_ops_are_listed_with_their_node() {
         "{err}"
     );
 }
+
+#[test]
+fn an_endless_loop_stops_at_the_deadline() {
+    let cond = function(
+        "cond",
+        vec![node("id", "Identity", &["x"], &[])],
+        "id:output:0",
+    );
+    let body = function(
+        "body",
+        vec![node("id", "Identity", &["x"], &[])],
+        "id:output:0",
+    );
+    let graph = [
+        node("x", "Placeholder", &[], &[]),
+        node(
+            "call",
+            "While",
+            &["x"],
+            &[("cond", func("cond")), ("body", func("body"))],
+        ),
+    ];
+    let (library, plan) = compile(&graph, vec![cond, body]);
+    let plan = plan.unwrap();
+    let mut ctx = library.context();
+    ctx.deadline = Some(std::time::Instant::now() + std::time::Duration::from_millis(50));
+    let truth = Value::Tensor(Arc::new(Tensor::scalar(true)));
+    let err = plan.run(&ctx, vec![truth]).unwrap_err();
+    assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err}");
+    assert!(
+        err.to_string().contains("node \"call\" (op While)"),
+        "{err}"
+    );
+}
