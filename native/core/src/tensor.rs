@@ -155,6 +155,7 @@ pub fn element_count(shape: &[usize]) -> Option<usize> {
 pub trait Element: Copy + Send + Sync + 'static {
     const DTYPE: DType;
     fn slice(storage: &Storage) -> Option<&[Self]>;
+    fn slice_mut(storage: &mut Storage) -> Option<&mut [Self]>;
     fn wrap(values: Vec<Self>) -> Storage;
 }
 
@@ -163,6 +164,12 @@ macro_rules! element {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
             fn slice(storage: &Storage) -> Option<&[Self]> {
+                match storage {
+                    Storage::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(storage: &mut Storage) -> Option<&mut [Self]> {
                 match storage {
                     Storage::$variant(v) => Some(v),
                     _ => None,
@@ -216,6 +223,12 @@ impl Tensor {
     /// The elements as a slice of `T`, None if the dtype is another.
     pub fn values<T: Element>(&self) -> Option<&[T]> {
         T::slice(&self.storage)
+    }
+
+    /// The elements as a mutable slice of `T` (for kernels that update their own output in
+    /// place), None if the dtype is another.
+    pub fn values_mut<T: Element>(&mut self) -> Option<&mut [T]> {
+        T::slice_mut(&mut self.storage)
     }
 
     /// The byte strings of a string tensor.

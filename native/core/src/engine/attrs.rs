@@ -21,6 +21,11 @@ impl<'a> Attrs<'a> {
         Self { map }
     }
 
+    /// The underlying map (to build the attrs of a derived node).
+    pub fn map(&self) -> &'a HashMap<String, AttrValue> {
+        self.map
+    }
+
     pub fn has(&self, name: &str) -> bool {
         self.map.get(name).and_then(|a| a.value.as_ref()).is_some()
     }
@@ -133,6 +138,20 @@ impl<'a> Attrs<'a> {
             self.ints(name)
         } else {
             Ok(default.to_vec())
+        }
+    }
+
+    /// A list-of-strings attr as text.
+    pub fn strings(&self, name: &str) -> R<Vec<String>> {
+        match self.value(name)? {
+            A::List(l) => l
+                .s
+                .iter()
+                .map(|b| {
+                    String::from_utf8(b.clone()).map_err(|_| format!("attr {name:?} is not UTF-8"))
+                })
+                .collect(),
+            other => Self::wrong(name, "a list of strings", other),
         }
     }
 

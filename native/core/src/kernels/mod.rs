@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use crate::engine::Registry;
 
 pub mod control;
+pub mod fused;
 pub mod state;
 pub mod util;
 
@@ -17,6 +18,8 @@ pub fn registry() -> Arc<Registry> {
             let mut r = Registry::default();
             control::register(&mut r);
             state::register(&mut r);
+            // Last: the fused ops exist for the base ops registered above.
+            fused::register(&mut r);
             Arc::new(r)
         })
         .clone()
