@@ -5,9 +5,13 @@ use std::sync::{Arc, OnceLock};
 
 use crate::engine::Registry;
 
+pub mod array;
 pub mod control;
 pub mod fused;
+pub mod math;
+pub mod nn;
 pub mod state;
+pub mod strings;
 pub mod util;
 
 /// Every kernel of the native engine.
@@ -18,6 +22,10 @@ pub fn registry() -> Arc<Registry> {
             let mut r = Registry::default();
             control::register(&mut r);
             state::register(&mut r);
+            math::register(&mut r);
+            nn::register(&mut r);
+            array::register(&mut r);
+            strings::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             Arc::new(r)
