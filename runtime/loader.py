@@ -24,6 +24,7 @@ checkpoint through their saved restore functions before the init op runs.
 from __future__ import annotations
 
 import collections
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
@@ -31,7 +32,7 @@ from typing import NoReturn
 import numpy as np
 
 from savedmodel.protos import meta_graph_pb2, trackable_object_graph_pb2
-from savedmodel.runtime import executor, structure
+from savedmodel.runtime import executor, native, structure
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.dtypes import UnknownDTypeError, from_enum, from_name
@@ -61,23 +62,63 @@ ASSETS_COLLECTION = "saved_model_assets"
 VARIABLE_VALUE = "VARIABLE_VALUE"
 
 
+ENGINES = ("auto", "native", "numpy")
+"""What `load(engine=...)` accepts: "native" (the Rust engine, runtime.native), "numpy" (this
+module's reference engine), or "auto": native when it has a kernel for every op the signatures
+need, numpy otherwise."""
+
+log = logging.getLogger("savedmodel.runtime")
+
+
 def load(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file_access: bool = False,
-         output_dir: str | Path | None = None, limits: Limits = DEFAULT) -> Model:
+         output_dir: str | Path | None = None, limits: Limits = DEFAULT, engine: str = "auto"):
     """Load the MetaGraphDef of `export_dir` tagged exactly `tags`.
 
     The model's file-system ops may read inside `export_dir` and `output_dir` and write inside
     `output_dir` only; `allow_file_access=True` lets them (and assets) use any file, as
-    TensorFlow does. `limits` bounds what its files may make the runtime read, allocate or
-    nest (see runtime.limits)."""
+    TensorFlow does. `limits` bounds what its files may make the numpy engine read, allocate or
+    nest (see runtime.limits). `engine` picks the engine (see ENGINES); the model's `engine`
+    attribute says which one runs it and `engine_reason` why, which "auto" also logs."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    reason = "engine='numpy' was asked for"
+    if engine == "native":
+        return native.load_native(export_dir, tags, allow_file_access=allow_file_access, output_dir=output_dir)
+    if engine == "auto":
+        model, reason = _try_native(export_dir, tags, allow_file_access, output_dir, limits)
+        if model is not None:
+            log.info("%s: native engine: %s", export_dir, model.engine_reason)
+            return model
+        log.info("%s: numpy engine: %s", export_dir, reason)
     export_dir = Path(export_dir)
     meta_graph = find_meta_graph(read_saved_model(export_dir, limits), set(tags), str(export_dir))
-    return Model(export_dir, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
-                 limits=limits)
+    model = Model(export_dir, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
+                  limits=limits)
+    model.engine_reason = reason
+    return model
+
+
+def _try_native(export_dir, tags, allow_file_access, output_dir, limits):
+    """The model on the native engine, or None and why not."""
+    if not native.available():
+        return None, "the native engine is not built in this installation"
+    if limits is not DEFAULT:
+        return None, "custom limits apply to the numpy engine only"
+    try:
+        return native.load_native(export_dir, tags, allow_file_access=allow_file_access,
+                                  output_dir=output_dir), ""
+    except native.NativeUnsupportedError as err:
+        return None, f"the native engine has no kernel for {', '.join(err.ops)}"
+    except (SavedModelError, OSError) as err:
+        return None, f"the native engine could not load it ({err})"
 
 
 class Model:
     """A loaded SavedModel: `signatures`, `functions` (the object graph's methods by dotted
     path), and `variables` (current values by name)."""
+
+    engine = "numpy"
+    engine_reason = ""
 
     def __init__(self, export_dir: Path, meta_graph: meta_graph_pb2.MetaGraphDef, *,
                  allow_file_access: bool = False, output_dir: str | Path | None = None,

@@ -1,0 +1,5 @@
+//! The strings kernels.
+
+use crate::engine::Registry;
+
+pub fn register(_r: &mut Registry) {}

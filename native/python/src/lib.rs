@@ -1,0 +1,319 @@
+//! `savedmodel._native`: the native engine for `savedmodel.runtime.load(dir, engine=...)`.
+//!
+//! A thin layer: it converts numpy arrays to the core's tensors and back, releases the GIL while
+//! a model loads or runs, and turns the core's errors into one exception type whose `kind` the
+//! Python side maps onto the numpy engine's exception classes (so both engines raise alike).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use numpy::ndarray::IxDyn;
+use numpy::{Element as NpElement, PyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn};
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use savedmodel_core::engine::TensorSpec;
+use savedmodel_core::{DType, Error, LoadOptions, Model, Storage, Tensor};
+
+create_exception!(
+    _native,
+    NativeError,
+    PyException,
+    "An error of the native engine: args are (kind, message, missing ops)."
+);
+
+/// The core's error as a `NativeError(kind, message, missing)`; `missing` lists
+/// `(op, node, function)` for an unsupported-ops error and is empty otherwise.
+fn to_py(err: Error) -> PyErr {
+    let kind = match &err {
+        Error::UnsupportedOps { .. } => "unsupported_ops",
+        Error::Graph { .. } => "graph",
+        Error::Run { .. } => "run",
+        Error::Feed { .. } => "feed",
+        Error::DeadlineExceeded { .. } => "deadline",
+        Error::UnknownSignature { .. } => "unknown_signature",
+        Error::Missing { .. } => "missing_file",
+        _ => "file_format",
+    };
+    let missing: Vec<(String, String, String)> = match &err {
+        Error::UnsupportedOps { missing } => missing
+            .iter()
+            .map(|m| (m.op.clone(), m.node.clone(), m.function.clone()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    NativeError::new_err((kind, err.to_string(), missing))
+}
+
+fn feed_error(detail: String) -> PyErr {
+    to_py(Error::Feed { detail })
+}
+
+/// A loaded model; safe to call from several Python threads at once (the core model is
+/// `Send + Sync`, and variables are shared state behind locks).
+#[pyclass(frozen, module = "savedmodel._native")]
+struct NativeModel {
+    model: Arc<Model>,
+}
+
+fn options(tags: Vec<String>, allow_file_access: bool, output_dir: Option<String>) -> LoadOptions {
+    LoadOptions {
+        tags,
+        allow_file_access,
+        output_dir: output_dir.map(Into::into),
+    }
+}
+
+/// A signature input or output as `(key, tensor_name, dtype, shape or None)`.
+type SpecTuple = (String, String, &'static str, Option<Vec<i64>>);
+
+fn spec_tuple(spec: &TensorSpec) -> SpecTuple {
+    (
+        spec.key.clone(),
+        spec.tensor_name.clone(),
+        spec.dtype.name(),
+        spec.shape.clone(),
+    )
+}
+
+#[pymethods]
+impl NativeModel {
+    /// Loads the MetaGraphDef of `export_dir` tagged exactly `tags`.
+    #[staticmethod]
+    #[pyo3(signature = (export_dir, tags, allow_file_access=false, output_dir=None))]
+    fn load(
+        py: Python<'_>,
+        export_dir: String,
+        tags: Vec<String>,
+        allow_file_access: bool,
+        output_dir: Option<String>,
+    ) -> PyResult<Self> {
+        let options = options(tags, allow_file_access, output_dir);
+        let model = py
+            .detach(|| Model::load(&export_dir, &options))
+            .map_err(to_py)?;
+        Ok(Self {
+            model: Arc::new(model),
+        })
+    }
+
+    /// Loads a frozen GraphDef file with its synthesized `serving_default` signature.
+    #[staticmethod]
+    #[pyo3(signature = (path, allow_file_access=false, output_dir=None))]
+    fn load_graph_def(
+        py: Python<'_>,
+        path: String,
+        allow_file_access: bool,
+        output_dir: Option<String>,
+    ) -> PyResult<Self> {
+        let options = options(Vec::new(), allow_file_access, output_dir);
+        let model = py
+            .detach(|| Model::load_graph_def(&path, &options))
+            .map_err(to_py)?;
+        Ok(Self {
+            model: Arc::new(model),
+        })
+    }
+
+    /// Every signature as `(name, method_name, inputs, outputs)`, specs sorted by key.
+    fn signatures(&self) -> Vec<(String, String, Vec<SpecTuple>, Vec<SpecTuple>)> {
+        self.model
+            .signatures()
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    s.method_name.clone(),
+                    s.inputs.iter().map(spec_tuple).collect(),
+                    s.outputs.iter().map(spec_tuple).collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// Runs signature `name` on `feeds` (`(key, dtype, array)`; strings as a flat list of bytes
+    /// with their shape) within `timeout` seconds; outputs as `(key, dtype, value, shape)`.
+    #[pyo3(signature = (name, feeds, timeout=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        feeds: Vec<(String, String, Bound<'py, PyAny>)>,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<(String, &'static str, Py<PyAny>)>> {
+        let inputs = feeds
+            .into_iter()
+            .map(|(key, dtype, value)| {
+                let tensor = to_tensor(&key, &dtype, &value)?;
+                Ok((key, tensor))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let deadline = timeout
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map(|t| Instant::now() + Duration::from_secs_f64(t));
+        let model = self.model.clone();
+        let outputs = py
+            .detach(move || model.run_until(&name, inputs, deadline))
+            .map_err(to_py)?;
+        outputs
+            .into_iter()
+            .map(|(key, tensor)| {
+                let dtype = tensor.dtype().name();
+                Ok((key, dtype, to_numpy(py, tensor)?))
+            })
+            .collect()
+    }
+
+    /// The current value of every variable, by object-graph path (TensorFlow 2 models) or
+    /// shared name (TensorFlow 1 models), as `(name, dtype, value)`.
+    fn variables(&self, py: Python<'_>) -> PyResult<Vec<(String, &'static str, Py<PyAny>)>> {
+        self.model
+            .variables()
+            .into_iter()
+            .map(|(name, tensor)| {
+                let dtype = tensor.dtype().name();
+                Ok((name, dtype, to_numpy(py, tensor)?))
+            })
+            .collect()
+    }
+}
+
+/// A contiguous numpy array of element type `T` as a tensor (one copy into the core's buffer).
+fn array_values<T: NpElement + Copy>(key: &str, value: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
+    let array: PyReadonlyArrayDyn<'_, T> = value
+        .extract()
+        .map_err(|_| feed_error(format!("input {key:?}: not an array of the expected dtype")))?;
+    Ok(match array.as_slice() {
+        Ok(slice) => slice.to_vec(),
+        Err(_) => array.as_array().iter().copied().collect(),
+    })
+}
+
+fn array_shape(value: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let array = value.cast::<PyUntypedArray>()?;
+    Ok(array.shape().to_vec())
+}
+
+/// The tensor a feed describes; `dtype` is numpy's name (float16/bfloat16 arrive as uint16
+/// bit patterns, complex as (real, imaginary) float pairs, strings as a flat list of bytes).
+fn to_tensor(key: &str, dtype: &str, value: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    if dtype == "string" {
+        let (shape, items): (Vec<usize>, Vec<Vec<u8>>) = value.extract()?;
+        return Tensor::new(shape, Storage::String(items))
+            .ok_or_else(|| feed_error(format!("input {key:?}: shape does not match its strings")));
+    }
+    let mut shape = array_shape(value)?;
+    let storage = match dtype {
+        "float16" => Storage::Float16(array_values(key, value)?),
+        "bfloat16" => Storage::BFloat16(array_values(key, value)?),
+        "float32" => Storage::Float32(array_values(key, value)?),
+        "float64" => Storage::Float64(array_values(key, value)?),
+        "int8" => Storage::Int8(array_values(key, value)?),
+        "int16" => Storage::Int16(array_values(key, value)?),
+        "int32" => Storage::Int32(array_values(key, value)?),
+        "int64" => Storage::Int64(array_values(key, value)?),
+        "uint8" => Storage::UInt8(array_values(key, value)?),
+        "uint16" => Storage::UInt16(array_values(key, value)?),
+        "uint32" => Storage::UInt32(array_values(key, value)?),
+        "uint64" => Storage::UInt64(array_values(key, value)?),
+        "bool" => Storage::Bool(array_values(key, value)?),
+        "complex64" => {
+            shape.pop();
+            Storage::Complex64(pairs(array_values::<f32>(key, value)?))
+        }
+        "complex128" => {
+            shape.pop();
+            Storage::Complex128(pairs(array_values::<f64>(key, value)?))
+        }
+        other => return Err(feed_error(format!("input {key:?}: unknown dtype {other}"))),
+    };
+    Tensor::new(shape, storage)
+        .ok_or_else(|| feed_error(format!("input {key:?}: shape does not match its data")))
+}
+
+fn pairs<T: Copy + Default>(flat: Vec<T>) -> Vec<[T; 2]> {
+    flat.chunks_exact(2).map(|c| [c[0], c[1]]).collect()
+}
+
+/// A numpy array that takes over the tensor's buffer without copying it when the engine holds
+/// no other reference (the usual case for outputs); strings become `(shape, [bytes])`.
+fn to_numpy(py: Python<'_>, tensor: Arc<Tensor>) -> PyResult<Py<PyAny>> {
+    let tensor = Arc::try_unwrap(tensor).unwrap_or_else(|shared| (*shared).clone());
+    let shape = tensor.shape().to_vec();
+    Ok(match tensor.into_storage() {
+        Storage::Float16(v) | Storage::BFloat16(v) | Storage::UInt16(v) => shaped(py, v, &shape)?,
+        Storage::Float32(v) => shaped(py, v, &shape)?,
+        Storage::Float64(v) => shaped(py, v, &shape)?,
+        Storage::Int8(v) => shaped(py, v, &shape)?,
+        Storage::Int16(v) => shaped(py, v, &shape)?,
+        Storage::Int32(v) => shaped(py, v, &shape)?,
+        Storage::Int64(v) => shaped(py, v, &shape)?,
+        Storage::UInt8(v) => shaped(py, v, &shape)?,
+        Storage::UInt32(v) => shaped(py, v, &shape)?,
+        Storage::UInt64(v) => shaped(py, v, &shape)?,
+        Storage::Bool(v) => shaped(py, v, &shape)?,
+        Storage::Complex64(v) => shaped(py, v.concat(), &with_pair(&shape))?,
+        Storage::Complex128(v) => shaped(py, v.concat(), &with_pair(&shape))?,
+        Storage::String(v) => {
+            let items: Vec<Bound<'_, PyBytes>> = v.iter().map(|b| PyBytes::new(py, b)).collect();
+            let list = PyList::new(py, items)?;
+            PyTuple::new(py, [shape.into_pyobject(py)?.into_any(), list.into_any()])?
+                .into_any()
+                .unbind()
+        }
+    })
+}
+
+fn with_pair(shape: &[usize]) -> Vec<usize> {
+    let mut out = shape.to_vec();
+    out.push(2);
+    out
+}
+
+fn shaped<T: NpElement>(py: Python<'_>, values: Vec<T>, shape: &[usize]) -> PyResult<Py<PyAny>> {
+    let flat = PyArray::from_vec(py, values);
+    let array: Bound<'_, PyArrayDyn<T>> = flat.reshape(IxDyn(shape))?;
+    Ok(array.into_any().unbind())
+}
+
+/// Every op the native engine has a kernel for, sorted.
+#[pyfunction]
+fn ops() -> Vec<&'static str> {
+    savedmodel_core::kernels::registry().op_names()
+}
+
+/// The dtype names the engine knows (numpy's spelling), for the Python side's checks.
+#[pyfunction]
+fn dtypes() -> Vec<&'static str> {
+    DTYPES.iter().map(|d| d.name()).collect()
+}
+
+const DTYPES: [DType; 16] = [
+    DType::Float16,
+    DType::BFloat16,
+    DType::Float32,
+    DType::Float64,
+    DType::Int8,
+    DType::Int16,
+    DType::Int32,
+    DType::Int64,
+    DType::UInt8,
+    DType::UInt16,
+    DType::UInt32,
+    DType::UInt64,
+    DType::Bool,
+    DType::Complex64,
+    DType::Complex128,
+    DType::String,
+];
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeModel>()?;
+    m.add_function(wrap_pyfunction!(ops, m)?)?;
+    m.add_function(wrap_pyfunction!(dtypes, m)?)?;
+    m.add("NativeError", m.py().get_type::<NativeError>())?;
+    Ok(())
+}

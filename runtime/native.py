@@ -1,0 +1,196 @@
+"""The native engine (Rust, the `savedmodel._native` extension) behind `load(dir, engine=...)`.
+
+The extension compiles each signature once into a plan of native kernels and runs it with the
+GIL released. This module gives it the numpy engine's face: the same `Model`-like object
+(`signatures[name](**feeds)`, `variables`), the same feed conversion (runtime.feeds, so both
+engines accept and reject the same values with the same messages) and the same exception
+classes. The extension is optional: a source install without a Rust toolchain has none, and
+`load` then runs every model on the numpy engine.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from savedmodel.runtime import deadline
+from savedmodel.runtime.deadline import DeadlineExceededError
+from savedmodel.runtime.dtypes import from_name
+from savedmodel.runtime.errors import FileFormatError, SavedModelError
+from savedmodel.runtime.executor import NodeError
+from savedmodel.runtime.feeds import FeedError, to_input
+from savedmodel.runtime.plan import GraphError
+from savedmodel.runtime.registry import UnsupportedOpError
+from savedmodel.runtime.saved_model_file import TensorSpecInfo
+
+try:
+    from savedmodel import _native
+except ImportError:  # built without a Rust toolchain: the numpy engine runs everything
+    _native = None
+
+
+class NativeUnsupportedError(UnsupportedOpError):
+    """The native engine has no kernel for ops a model needs; `missing` lists (op, node,
+    function) for each use, function '' for the top-level graph."""
+
+    def __init__(self, message: str, missing: list[tuple[str, str, str]]):
+        super().__init__(message)
+        self.missing = missing
+
+    @property
+    def ops(self) -> list[str]:
+        """The missing op types, sorted, each once."""
+        return sorted({op for op, _, _ in self.missing})
+
+
+def available() -> bool:
+    """Whether the native extension was built and imports."""
+    return _native is not None
+
+
+def ops() -> list[str]:
+    """The ops the native engine has kernels for (empty without the extension)."""
+    return list(_native.ops()) if _native is not None else []
+
+
+_ERRORS = {
+    "graph": GraphError,
+    "run": NodeError,
+    "feed": FeedError,
+    "deadline": DeadlineExceededError,
+    "file_format": FileFormatError,
+    "missing_file": FileNotFoundError,
+}
+
+
+def _translate(err: Exception) -> Exception:
+    """The numpy engine's exception class for a NativeError(kind, message, missing)."""
+    kind, message, missing = err.args
+    if kind == "unsupported_ops":
+        return NativeUnsupportedError(message, [tuple(m) for m in missing])
+    if kind == "unknown_signature":
+        from savedmodel.runtime.loader import UnknownSignatureError
+        return UnknownSignatureError(message)
+    return _ERRORS.get(kind, SavedModelError)(message)
+
+
+def _call(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except _native.NativeError as err:
+        raise _translate(err) from None
+
+
+def load_native(export_dir: str | Path, tags=("serve",), *, allow_file_access: bool = False,
+                output_dir: str | Path | None = None) -> NativeModel:
+    """Load a SavedModel directory, or a frozen GraphDef file (`.pb`), on the native engine;
+    NativeUnsupportedError names the ops it has no kernel for."""
+    if _native is None:
+        raise UnsupportedOpError("the native engine is not built in this installation "
+                                 "(install with a Rust toolchain to build it)")
+    path = Path(export_dir)
+    out = None if output_dir is None else str(output_dir)
+    if path.is_file():
+        inner = _call(_native.NativeModel.load_graph_def, str(path), allow_file_access, out)
+    else:
+        inner = _call(_native.NativeModel.load, str(path), list(tags), allow_file_access, out)
+    return NativeModel(path, inner)
+
+
+class NativeModel:
+    """A model loaded on the native engine: `signatures` and `variables` as the numpy engine's
+    Model has them."""
+
+    engine = "native"
+
+    def __init__(self, export_dir: Path, inner):
+        self.export_dir = export_dir
+        self._inner = inner
+        from savedmodel.runtime.loader import Signatures
+        self.signatures = Signatures({name: NativeSignature(inner, name, method, inputs, outputs)
+                                      for name, method, inputs, outputs in inner.signatures()})
+        self.engine_reason = "the native engine has a kernel for every op the signatures need"
+
+    @property
+    def variables(self) -> dict[str, np.ndarray]:
+        """Current value of every variable: by object-graph path in TensorFlow 2 models, by
+        shared name in TensorFlow 1 models."""
+        return {name: _from_native(dtype, value) for name, dtype, value in self._inner.variables()}
+
+    def __repr__(self) -> str:
+        return f"<NativeModel {str(self.export_dir)!r} signatures={list(self.signatures)}>"
+
+
+def _spec(key: str, tensor_name: str, dtype: str, shape) -> TensorSpecInfo:
+    dims = None if shape is None else tuple(None if d < 0 else d for d in shape)
+    return TensorSpecInfo(key, dtype, dims, tensor_name)
+
+
+class NativeSignature:
+    """One signature on the native engine: call with keyword feeds, get a dict of arrays."""
+
+    def __init__(self, inner, name: str, method_name: str, inputs, outputs):
+        self.name = name
+        self.method_name = method_name
+        self.inputs = {spec[0]: _spec(*spec) for spec in inputs}
+        self.outputs = {spec[0]: _spec(*spec) for spec in outputs}
+        self._inner = inner
+        self._conversions = [(k, from_name(s.dtype), s.shape, f"input {k!r} of signature {name!r}")
+                             for k, s in self.inputs.items()]
+
+    def __call__(self, **feeds) -> dict[str, np.ndarray]:
+        if len(feeds) != len(self._conversions) or not all(k in feeds for k, *_ in self._conversions):
+            self._reject(feeds)
+        values = [(k, dtype.name, _to_native(to_input(feeds[k], dtype, shape, where)))
+                  for k, dtype, shape, where in self._conversions]
+        limit = deadline.current()
+        timeout = None if limit is None else max(0.0, limit.at - time.monotonic())
+        try:
+            results = _call(self._inner.run, self.name, values, timeout)
+        except DeadlineExceededError as err:
+            raise DeadlineExceededError(f"{err}: the time limit of {limit.seconds:g} s ran out") from None
+        return {key: _from_native(dtype, value) for key, dtype, value in results}
+
+    def _reject(self, feeds: dict):
+        missing = sorted(set(self.inputs) - set(feeds))
+        extra = sorted(set(feeds) - set(self.inputs))
+        listed = ", ".join(f"{k}: {s.dtype} {s.shape}" for k, s in self.inputs.items())
+        raise FeedError(f"signature {self.name!r} takes inputs {listed}; "
+                        + "; ".join(filter(None, [f"missing {missing}" if missing else "",
+                                                  f"unexpected {extra}" if extra else ""])))
+
+    def __repr__(self) -> str:
+        return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
+
+
+_BITS = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+_PAIRS = {"complex64": np.float32, "complex128": np.float64}
+
+
+def _to_native(array: np.ndarray):
+    """What the extension reads: a C-contiguous array (16-bit floats as their bit patterns,
+    complex numbers as float pairs), or (shape, [bytes]) for strings."""
+    if array.dtype == object:
+        return list(array.shape), [bytes(b) for b in array.ravel()]
+    array = np.ascontiguousarray(array)
+    if array.dtype.name in _BITS:
+        return array.view(np.uint16)
+    if array.dtype.name in _PAIRS:
+        return array.view(_PAIRS[array.dtype.name]).reshape(array.shape + (2,))
+    return array
+
+
+def _from_native(dtype: str, value) -> np.ndarray:
+    """The numpy array for an output of the extension (see _to_native; no copy but strings)."""
+    if dtype == "string":
+        shape, items = value
+        out = np.empty(len(items), dtype=object)
+        out[:] = items
+        return out.reshape(shape)
+    if dtype in _BITS:
+        return value.view(_BITS[dtype])
+    if dtype in _PAIRS:
+        return value.view(np.dtype(dtype))[..., 0]
+    return value
