@@ -112,6 +112,30 @@ impl Storage {
             DType::String => return None,
         })
     }
+
+    /// The elements as raw little-endian bytes (the inverse of [`Storage::from_le_bytes`]);
+    /// empty for strings, which are not fixed-width.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        fn encode<T: Copy, const N: usize>(values: &[T], to: fn(T) -> [u8; N]) -> Vec<u8> {
+            values.iter().flat_map(|&v| to(v)).collect()
+        }
+        match self {
+            Self::Float16(v) | Self::BFloat16(v) | Self::UInt16(v) => encode(v, u16::to_le_bytes),
+            Self::Float32(v) => encode(v, f32::to_le_bytes),
+            Self::Float64(v) => encode(v, f64::to_le_bytes),
+            Self::Int8(v) => encode(v, i8::to_le_bytes),
+            Self::Int16(v) => encode(v, i16::to_le_bytes),
+            Self::Int32(v) => encode(v, i32::to_le_bytes),
+            Self::Int64(v) => encode(v, i64::to_le_bytes),
+            Self::UInt8(v) => v.clone(),
+            Self::UInt32(v) => encode(v, u32::to_le_bytes),
+            Self::UInt64(v) => encode(v, u64::to_le_bytes),
+            Self::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+            Self::Complex64(v) => v.iter().flat_map(|c| encode(c, f32::to_le_bytes)).collect(),
+            Self::Complex128(v) => v.iter().flat_map(|c| encode(c, f64::to_le_bytes)).collect(),
+            Self::String(_) => Vec::new(),
+        }
+    }
 }
 
 /// A dense tensor: a fully defined shape and its elements.
