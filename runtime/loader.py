@@ -32,7 +32,7 @@ from typing import NoReturn
 import numpy as np
 
 from savedmodel.protos import meta_graph_pb2, trackable_object_graph_pb2
-from savedmodel.runtime import executor, native, structure
+from savedmodel.runtime import executor, structure
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.dtypes import UnknownDTypeError, from_enum, from_name
@@ -79,6 +79,7 @@ def load(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file
     TensorFlow does. `limits` bounds what its files may make the numpy engine read, allocate or
     nest (see runtime.limits). `engine` picks the engine (see ENGINES); the model's `engine`
     attribute says which one runs it and `engine_reason` why, which "auto" also logs."""
+    from savedmodel.runtime import native  # native builds on this module's classes
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
     reason = "engine='numpy' was asked for"
@@ -100,6 +101,7 @@ def load(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file
 
 def _try_native(export_dir, tags, allow_file_access, output_dir, limits):
     """The model on the native engine, or None and why not."""
+    from savedmodel.runtime import native
     if not native.available():
         return None, "the native engine is not built in this installation"
     if limits is not DEFAULT:
@@ -361,13 +363,7 @@ class Model:
         return feeds
 
     def _restored_functions(self) -> dict[str, RestoredFunction]:
-        objects = self._meta_graph.object_graph_def
-        functions = {}
-        for node_id, path in _object_paths(objects.nodes).items():
-            node = objects.nodes[node_id]
-            if node.HasField("function") and node.function.concrete_functions:
-                functions[path] = RestoredFunction(self, path, list(node.function.concrete_functions))
-        return functions
+        return restored_functions(self, _ConcreteFunction)
 
     def _capture(self, node_id: int, where: str):
         variable = self._variables_by_node.get(node_id)
@@ -483,14 +479,26 @@ def _input_dtype(signature: str, key: str, spec: TensorSpecInfo):
                               f"{spec.dtype}, which is not a DataType the runtime knows") from None
 
 
+def restored_functions(model, concrete_class: type) -> dict[str, RestoredFunction]:
+    """The object graph's methods by dotted path; `concrete_class` runs their concrete
+    functions on the model's engine (its `_meta_graph` holds the object graph)."""
+    objects = model._meta_graph.object_graph_def
+    functions = {}
+    for node_id, path in _object_paths(objects.nodes).items():
+        node = objects.nodes[node_id]
+        if node.HasField("function") and node.function.concrete_functions:
+            functions[path] = RestoredFunction(path, [concrete_class(model, name) for name in
+                                                      node.function.concrete_functions])
+    return functions
+
+
 class RestoredFunction:
     """A method of the saved object graph: dispatches a call to the first of its concrete
     functions whose input signature accepts the arguments."""
 
-    def __init__(self, model: Model, path: str, concrete_names: list[str]):
+    def __init__(self, path: str, concrete: list):
         self.path = path
-        self._model = model
-        self._concrete = [_ConcreteFunction(model, name) for name in concrete_names]
+        self._concrete = concrete
 
     def __call__(self, *args, **kwargs):
         problems = []

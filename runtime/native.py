@@ -9,21 +9,23 @@ classes. The extension is optional: a source install without a Rust toolchain ha
 """
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
-from savedmodel.runtime import deadline
+from savedmodel.runtime import deadline, structure
 from savedmodel.runtime.deadline import DeadlineExceededError
-from savedmodel.runtime.dtypes import from_name
+from savedmodel.runtime.dtypes import from_name, from_numpy
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
 from savedmodel.runtime.executor import NodeError
 from savedmodel.runtime.feeds import FeedError, to_input
+from savedmodel.runtime.loader import Signatures, UnknownSignatureError, _ConcreteFunction, restored_functions
 from savedmodel.runtime.plan import GraphError
 from savedmodel.runtime.registry import UnsupportedOpError
-from savedmodel.runtime.saved_model_file import TensorSpecInfo
+from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
 
 try:
     from savedmodel import _native
@@ -71,7 +73,6 @@ def _translate(err: Exception) -> Exception:
     if kind == "unsupported_ops":
         return NativeUnsupportedError(message, [tuple(m) for m in missing])
     if kind == "unknown_signature":
-        from savedmodel.runtime.loader import UnknownSignatureError
         return UnknownSignatureError(message)
     return _ERRORS.get(kind, SavedModelError)(message)
 
@@ -96,7 +97,7 @@ def load_native(export_dir: str | Path, tags=("serve",), *, allow_file_access: b
         inner = _call(_native.NativeModel.load_graph_def, str(path), allow_file_access, out)
     else:
         inner = _call(_native.NativeModel.load, str(path), list(tags), allow_file_access, out)
-    return NativeModel(path, inner)
+    return NativeModel(path, inner, tuple(tags))
 
 
 class NativeModel:
@@ -105,10 +106,10 @@ class NativeModel:
 
     engine = "native"
 
-    def __init__(self, export_dir: Path, inner):
+    def __init__(self, export_dir: Path, inner, tags: tuple[str, ...] | None = None):
         self.export_dir = export_dir
         self._inner = inner
-        from savedmodel.runtime.loader import Signatures
+        self._tags = tags
         self.signatures = Signatures({name: NativeSignature(inner, name, method, inputs, outputs)
                                       for name, method, inputs, outputs in inner.signatures()})
         self.engine_reason = "the native engine has a kernel for every op the signatures need"
@@ -118,6 +119,22 @@ class NativeModel:
         """Current value of every variable: by object-graph path in TensorFlow 2 models, by
         shared name in TensorFlow 1 models."""
         return {name: _from_native(dtype, value) for name, dtype, value in self._inner.variables()}
+
+    @functools.cached_property
+    def _meta_graph(self):
+        """The MetaGraphDef, parsed again in Python the first time `functions` needs the
+        object graph's input and output structures (None for a frozen GraphDef)."""
+        if self._tags is None:
+            return None
+        return find_meta_graph(read_saved_model(self.export_dir), set(self._tags), str(self.export_dir))
+
+    @functools.cached_property
+    def functions(self) -> dict:
+        """The object graph's methods by dotted path, as the numpy engine's Model has them;
+        they run on the native engine and share its variables and tables."""
+        if self._meta_graph is None:
+            return {}
+        return restored_functions(self, NativeConcreteFunction)
 
     def __repr__(self) -> str:
         return f"<NativeModel {str(self.export_dir)!r} signatures={list(self.signatures)}>"
@@ -163,6 +180,19 @@ class NativeSignature:
 
     def __repr__(self) -> str:
         return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
+
+
+class NativeConcreteFunction(_ConcreteFunction):
+    """A concrete function of the object graph, bound as the numpy engine binds it (runtime.
+    loader), run by the native engine."""
+
+    def call(self, flat: list):
+        args = [(from_numpy(a.dtype).name, _to_native(a)) for a in flat]
+        limit = deadline.current()
+        timeout = None if limit is None else max(0.0, limit.at - time.monotonic())
+        outputs = _call(self._model._inner.call_function, self.name, args, timeout)
+        return structure.pack_tensors(self.output_structure, [_from_native(d, v) for d, v in outputs],
+                                      f"concrete function {self.name!r}")
 
 
 _BITS = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}

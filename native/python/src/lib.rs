@@ -150,9 +150,7 @@ impl NativeModel {
                 Ok((key, tensor))
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let deadline = timeout
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .map(|t| Instant::now() + Duration::from_secs_f64(t));
+        let deadline = deadline_after(timeout);
         let model = self.model.clone();
         let outputs = py
             .detach(move || model.run_until(&name, inputs, deadline))
@@ -163,6 +161,32 @@ impl NativeModel {
                 let dtype = tensor.dtype().name();
                 Ok((key, dtype, to_numpy(py, tensor)?))
             })
+            .collect()
+    }
+
+    /// Calls concrete function `name` of the object graph on flat arguments (`(dtype, array)`,
+    /// as `run` takes them); outputs as `(dtype, value)`.
+    #[pyo3(signature = (name, args, timeout=None))]
+    fn call_function<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        args: Vec<(String, Bound<'py, PyAny>)>,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<(&'static str, Py<PyAny>)>> {
+        let inputs = args
+            .iter()
+            .enumerate()
+            .map(|(i, (dtype, value))| to_tensor(&format!("argument {i}"), dtype, value))
+            .collect::<PyResult<Vec<_>>>()?;
+        let deadline = deadline_after(timeout);
+        let model = self.model.clone();
+        let outputs = py
+            .detach(move || model.call_function(&name, inputs, deadline))
+            .map_err(to_py)?;
+        outputs
+            .into_iter()
+            .map(|tensor| Ok((tensor.dtype().name(), to_numpy(py, tensor)?)))
             .collect()
     }
 
@@ -178,6 +202,13 @@ impl NativeModel {
             })
             .collect()
     }
+}
+
+/// The instant `timeout` seconds from now (None, negative or not finite: no limit).
+fn deadline_after(timeout: Option<f64>) -> Option<Instant> {
+    timeout
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .map(|t| Instant::now() + Duration::from_secs_f64(t))
 }
 
 /// A contiguous numpy array of element type `T` as a tensor (one copy into the core's buffer).

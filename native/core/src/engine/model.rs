@@ -80,6 +80,12 @@ pub struct Model {
     signatures: Vec<Signature>,
     /// Restored variables by object-graph path (TensorFlow 2 models).
     object_variables: Vec<(String, Resource)>,
+    /// The same variables by object-graph node id: what concrete functions capture.
+    variables_by_node: HashMap<usize, Resource>,
+    /// Resources (lookup tables) that functions capture, made once by their creator function.
+    resources_by_node: std::sync::Mutex<HashMap<usize, Value>>,
+    /// The model's copy of each asset file, in `asset_file_def` order.
+    asset_paths: Vec<PathBuf>,
 }
 
 impl Model {
@@ -137,12 +143,16 @@ impl Model {
             library,
             signatures: Vec::new(),
             object_variables: Vec::new(),
+            variables_by_node: HashMap::new(),
+            resources_by_node: Default::default(),
+            asset_paths: Vec::new(),
         };
         let body = graph_body(&graph.node, model.library.op_defs())
             .map_err(|detail| Error::Graph { detail })?;
         let reached = model.signature_nodes(&body)?;
         model.check_ops(&reached)?;
         let assets = model.assets()?;
+        model.asset_paths = assets.iter().map(|(_, path)| path.clone()).collect();
         model.restore_variables(&body)?;
         model.run_init_op(&body, &assets)?;
         model
@@ -251,6 +261,154 @@ impl Model {
             .into_iter()
             .filter_map(|(name, r)| Some((name, r.as_variable()?.read()?)))
             .collect()
+    }
+
+    /// Calls concrete function `name` of the object graph (a method of a saved object) on its
+    /// flat tensor arguments; the objects it captures (variables, constants, assets, lookup
+    /// tables) are supplied as TensorFlow's loader supplies them, so functions and signatures
+    /// share state. Argument dtypes and shapes are the caller's to check (the Python layer binds
+    /// arguments to the saved input signature first).
+    pub fn call_function(
+        &self,
+        name: &str,
+        args: Vec<Tensor>,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Vec<Arc<Tensor>>> {
+        let objects = self.meta_graph.object_graph_def.as_ref();
+        let concrete = objects
+            .and_then(|o| o.concrete_functions.get(name))
+            .ok_or_else(|| Error::Graph {
+                detail: format!("the object graph has no concrete function {name:?}"),
+            })?;
+        let mut inputs: Vec<Value> = args.into_iter().map(Value::tensor).collect();
+        for &node_id in &concrete.bound_inputs {
+            inputs.push(self.capture(node_id, name, deadline)?);
+        }
+        let mut ctx = self.context();
+        ctx.deadline = deadline;
+        let outputs = ctx.call(name, &inputs).map_err(|e| match e {
+            Error::Run { detail } => Error::Run {
+                detail: format!("function {name:?}: {detail}"),
+            },
+            other => other,
+        })?;
+        outputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| match value {
+                Value::Tensor(t) => Ok(t),
+                other => Err(Error::Run {
+                    detail: format!(
+                        "function {name:?}: output {i} is a {}, not a tensor",
+                        other.describe()
+                    ),
+                }),
+            })
+            .collect()
+    }
+
+    /// What a concrete function that captures object `node_id` is fed.
+    fn capture(
+        &self,
+        node_id: i32,
+        function: &str,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Value> {
+        let unknown = |what: &str| {
+            Error::Graph {
+            detail: format!("function {function:?}: captures object {node_id} ({what}), which the native engine cannot provide"),
+        }
+        };
+        let index = usize::try_from(node_id).map_err(|_| unknown("a negative id"))?;
+        if let Some(variable) = self.variables_by_node.get(&index) {
+            return Ok(Value::Resource(variable.clone()));
+        }
+        let objects = self.meta_graph.object_graph_def.as_ref();
+        let node = objects
+            .and_then(|o| o.nodes.get(index))
+            .ok_or_else(|| unknown("not in the object graph"))?;
+        match &node.kind {
+            Some(Kind::Constant(constant)) => self.constant(&constant.operation, function),
+            Some(Kind::Asset(asset)) => {
+                let path = usize::try_from(asset.asset_file_def_index)
+                    .ok()
+                    .and_then(|i| self.asset_paths.get(i))
+                    .ok_or_else(|| unknown("an asset the model does not list"))?;
+                let text = path.to_string_lossy().into_owned().into_bytes();
+                Ok(Value::tensor(Tensor::strings(Vec::new(), vec![text])))
+            }
+            Some(Kind::Resource(_)) => self.resource(index, node, function, deadline),
+            _ => Err(unknown("neither variable, constant, asset nor resource")),
+        }
+    }
+
+    /// The value of a top-level Const node that a function captures.
+    fn constant(&self, operation: &str, function: &str) -> Result<Value> {
+        let graph = self.meta_graph.graph_def.as_ref();
+        let node = graph
+            .and_then(|g| g.node.iter().find(|n| n.name == operation))
+            .filter(|n| n.op == "Const")
+            .ok_or_else(|| Error::Graph {
+                detail: format!(
+                    "function {function:?}: captures constant {operation:?}, which is not a Const node of the graph"
+                ),
+            })?;
+        let tensor = Attrs::new(&node.attr)
+            .tensor("value")
+            .map_err(|detail| Error::Graph {
+                detail: format!("constant {operation:?}: {detail}"),
+            })?;
+        Ok(Value::tensor(tensor))
+    }
+
+    /// The handle of resource object `index` (a lookup table): what its `_create_resource`
+    /// function returns, made once; it names the same table as the graph's handle op.
+    fn resource(
+        &self,
+        index: usize,
+        node: &crate::protos::SavedObject,
+        function: &str,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Value> {
+        let made = self
+            .resources_by_node
+            .lock()
+            .map_err(|_| Error::Run {
+                detail: "a resource creator failed in another thread".into(),
+            })?
+            .get(&index)
+            .cloned();
+        if let Some(value) = made {
+            return Ok(value);
+        }
+        let objects = self.meta_graph.object_graph_def.as_ref();
+        let creator = node
+            .children
+            .iter()
+            .find(|c| c.local_name == "_create_resource")
+            .and_then(|c| objects?.nodes.get(usize::try_from(c.node_id).ok()?))
+            .and_then(|n| match &n.kind {
+                Some(Kind::Function(f)) => f.concrete_functions.first().cloned(),
+                _ => None,
+            })
+            .ok_or_else(|| Error::Graph {
+                detail: format!(
+                    "function {function:?}: captures object {index}, which has no _create_resource function"
+                ),
+            })?;
+        let mut ctx = self.context();
+        ctx.deadline = deadline;
+        let value = ctx
+            .call(&creator, &[])?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Graph {
+                detail: format!("{creator:?} returns no resource"),
+            })?;
+        if let Ok(mut made) = self.resources_by_node.lock() {
+            made.insert(index, value.clone());
+        }
+        Ok(value)
     }
 
     fn context(&self) -> RunContext<'_> {
@@ -539,6 +697,7 @@ impl Model {
         }
         self.object_variables.sort_by(|a, b| a.0.cmp(&b.0));
         self.bind_captured_handles(body, objects, &by_node);
+        self.variables_by_node = by_node;
         Ok(())
     }
 
