@@ -12,6 +12,7 @@ from savedmodel.cli.errors import reports_errors
 from savedmodel.compare import differences, import_tensorflow, random_feeds, run_ours, run_tensorflow
 from savedmodel.input_specs import InputSpecError, parse_input_exprs, parse_inputs
 from savedmodel.runtime import Limits, load, time_limit
+from savedmodel.runtime.loader import ENGINES
 from savedmodel.runtime.atomic_files import write_file
 
 _DIR = click.Path(file_okay=False, path_type=Path)
@@ -36,6 +37,13 @@ def _limits(command):
                              "read inside it.")(command)
 
 
+def _engine(command):
+    """--engine: which engine runs the model (runtime.load's `engine`)."""
+    return click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
+                        help="native (Rust kernels), numpy (the reference engine), or auto: native "
+                             "when it has a kernel for every op the signatures need.")(command)
+
+
 def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
     files, literals = parse_inputs(inputs), parse_input_exprs(input_exprs)
     both = sorted(files.keys() & literals.keys())
@@ -56,16 +64,18 @@ def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
               help="Write each output to OUTDIR/<key>.npy instead of printing it.")
 @click.option("--overwrite", is_flag=True, help="Replace existing .npy files in --outdir.")
+@_engine
 @_limits
 @reports_errors
 def run(export_dir: Path, signature: str, tags: str, inputs: str | None, input_exprs: str | None,
-        outdir: Path | None, overwrite: bool, allow_file_access: bool, timeout: float | None,
+        outdir: Path | None, overwrite: bool, engine: str, allow_file_access: bool, timeout: float | None,
         limits: tuple[str, ...]) -> None:
-    """Run one signature of the SavedModel in EXPORT_DIR on the numpy runtime."""
+    """Run one signature of the SavedModel in EXPORT_DIR on our runtime (--engine picks the
+    native or the numpy engine)."""
     feeds = _given_feeds(inputs, input_exprs)
     with time_limit(timeout):
         model = load(export_dir, _tags(tags), allow_file_access=allow_file_access,
-                     limits=Limits().raised(limits))
+                     limits=Limits().raised(limits), engine=engine)
         outputs = model.signatures[signature](**feeds)
     if outdir is None:
         with np.printoptions(threshold=1000):
@@ -101,22 +111,28 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
 @click.option("--atol", default=1e-6, show_default=True)
 @click.option("--rtol", default=1e-5, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
+@click.option("--against", type=click.Choice(("tensorflow", "native", "numpy")), default="tensorflow",
+              show_default=True, help="What to compare with: TensorFlow, or one of our engines "
+                                      "(to compare the native engine with the numpy engine).")
+@_engine
 @_limits
 @reports_errors
 def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: str | None,
             input_exprs: str | None, batch: int, seed: int, atol: float, rtol: float, as_json: bool,
-            allow_file_access: bool, timeout: float | None, limits: tuple[str, ...]) -> None:
-    """Run signatures on our runtime and on TensorFlow (when installed) and report the largest
-    absolute and relative differences; exit 1 when any output is beyond --atol/--rtol.
-    --timeout bounds each signature's run on our runtime (TensorFlow's runs are not bounded)."""
+            against: str, engine: str, allow_file_access: bool, timeout: float | None,
+            limits: tuple[str, ...]) -> None:
+    """Run signatures on our runtime (--engine) and on TensorFlow (when installed) or another
+    engine of ours (--against) and report the largest absolute and relative differences; exit 1
+    when any output is beyond --atol/--rtol. --timeout bounds each signature's run on our
+    runtime (TensorFlow's runs are not bounded)."""
     given = _given_feeds(inputs, input_exprs)
     bounds = Limits().raised(limits)
     with time_limit(timeout):
-        model = load(export_dir, _tags(tags), allow_file_access=allow_file_access, limits=bounds)
+        model = load(export_dir, _tags(tags), allow_file_access=allow_file_access, limits=bounds,
+                     engine=engine)
     names = list(signatures) or list(model.signatures)
-    click.echo("importing TensorFlow...", err=True)
-    tf = import_tensorflow()
-    if tf is None:
+    other = _other_side(against, export_dir, _tags(tags), allow_file_access, bounds, timeout)
+    if other is None:
         click.echo("TensorFlow is not installed: running on our runtime only", err=True)
     report, failed = [], False
     for name in names:
@@ -124,21 +140,37 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
         feeds = {k: v for k, v in feeds.items() if k in model.signatures[name].inputs}
         click.echo(f"running {name}...", err=True)
         with time_limit(timeout):
-            ours = run_ours(export_dir, name, feeds, _tags(tags), allow_file_access, bounds)
-        theirs = run_tensorflow(tf, export_dir, name, feeds) if tf is not None else None
+            ours = run_ours(export_dir, name, feeds, _tags(tags), allow_file_access, bounds, engine)
+        theirs = other(name, feeds) if other is not None else None
         rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
         failed |= any(not r.within for r in rows)
         report.append({"signature": name, "outputs": [r.__dict__ | {"shape": list(r.shape)} for r in rows]
                        if theirs is not None else [{"key": k, "dtype": str(v.dtype), "shape": list(v.shape)}
                                                    for k, v in ours.items()]})
-    _print_report(report, as_json, tf is not None)
+    _print_report(report, as_json, other is not None, against)
     if failed:
         raise SystemExit(1)
 
 
-def _print_report(report: list[dict], as_json: bool, compared: bool) -> None:
+def _other_side(against: str, export_dir: Path, tags: set[str], allow_file_access: bool, bounds: Limits,
+                timeout: float | None):
+    """What `compare` runs each signature on besides our model: a function of (signature,
+    feeds) -> outputs, or None when TensorFlow is asked for and not installed."""
+    if against != "tensorflow":
+        def run_engine(name: str, feeds: dict) -> dict:
+            with time_limit(timeout):
+                return run_ours(export_dir, name, feeds, tags, allow_file_access, bounds, against)
+        return run_engine
+    click.echo("importing TensorFlow...", err=True)
+    tf = import_tensorflow()
+    return None if tf is None else (lambda name, feeds: run_tensorflow(tf, export_dir, name, feeds))
+
+
+def _print_report(report: list[dict], as_json: bool, compared: bool, against: str) -> None:
     if as_json:
-        click.echo(json.dumps({"schema": "savedmodel.compare/1", "compared_with_tensorflow": compared,
+        click.echo(json.dumps({"schema": "savedmodel.compare/1",
+                               "compared_with_tensorflow": compared and against == "tensorflow",
+                               "compared_with": against if compared else None,
                                "signatures": report}, indent=1))
         return
     for entry in report:

@@ -30,24 +30,26 @@ from savedmodel.runtime.saved_model_file import format_tags
 @click.option("--list-ops", "--list_ops", "list_ops", is_flag=True,
               help="List the ops of the MetaGraphDef (all of them without --tag-set).")
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON (savedmodel.show/1).")
+@click.option("--engine", type=click.Choice(("numpy", "native")), default="numpy", show_default=True,
+              help="The engine whose kernels the op lists (--all, --list-ops) mark ops against.")
 @reports_errors
 def show(export_dir: Path, tags: str | None, signature: str | None, show_all: bool,
-         list_ops: bool, as_json: bool) -> None:
+         list_ops: bool, as_json: bool, engine: str) -> None:
     """Show the tag-sets, signatures, functions, variables and ops of the SavedModel in EXPORT_DIR.
 
     Without options, lists the tag-sets; with --tag-set, the SignatureDef keys of that
     MetaGraphDef; with --tag-set and --signature-def, one signature's inputs and outputs.
     """
-    description = describe_model(export_dir)
+    description = describe_model(export_dir, engine)
     if as_json:
         click.echo(json.dumps(_selected(description, tags, signature, export_dir), indent=1))
         return
     if signature is not None and tags is None:
         raise click.UsageError("--signature-def needs --tag-set")
     if show_all:
-        lines = _all_lines(description)
+        lines = _all_lines(description, engine)
     elif list_ops:
-        lines = _ops_lines(_meta_graphs(description, tags, export_dir))
+        lines = _ops_lines(_meta_graphs(description, tags, export_dir), engine)
     elif signature is not None:
         lines = _signature_lines(_find_signature(description, tags, signature, export_dir), "")
     elif tags is not None:
@@ -100,7 +102,7 @@ def show_all_lines(export_dir: Path) -> list[str]:
     return _all_lines(describe_model(export_dir))
 
 
-def _all_lines(description: dict) -> list[str]:
+def _all_lines(description: dict, engine: str = "numpy") -> list[str]:
     lines = []
     for meta_graph in description["meta_graphs"]:
         lines += ["", f"MetaGraphDef with tag-set: '{format_tags(meta_graph['tags'])}' "
@@ -110,7 +112,7 @@ def _all_lines(description: dict) -> list[str]:
             lines += _signature_lines(info, "  ")
         lines += _function_lines(meta_graph["functions"])
         lines += _variable_lines(meta_graph["variables"])
-        lines += [""] + _ops_lines([meta_graph])
+        lines += [""] + _ops_lines([meta_graph], engine)
         lines += [""] + _file_system_op_lines(meta_graph)
     return lines
 
@@ -191,13 +193,13 @@ def size_text(size: int | None) -> str:
     return f"{size} bytes"
 
 
-def _ops_lines(meta_graphs: list[dict]) -> list[str]:
+def _ops_lines(meta_graphs: list[dict], engine: str) -> list[str]:
     lines = []
     for meta_graph in meta_graphs:
         ops = [o for o in meta_graph["ops"] if not o["function"]]
         missing = [o["op"] for o in ops if not o["supported"]]
         lines.append(f"The MetaGraph with tag set '{format_tags(meta_graph['tags'])}' contains "
-                     f"{len(ops)} ops" + (f" ({len(missing)} not supported by the runtime, marked *):" if missing else ":"))
+                     f"{len(ops)} ops" + (f" ({len(missing)} not supported by the {engine} engine, marked *):" if missing else ":"))
         lines += [f"  {o['op']}{'' if o['supported'] else ' *'}" for o in ops]
     return lines
 

@@ -90,6 +90,8 @@ def _distance(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple[f
 
 
 def run_ours(export_dir: Path, signature: str, feeds: dict, tags, allow_file_access: bool = False,
-             limits: Limits = DEFAULT) -> dict[str, np.ndarray]:
-    model = load(export_dir, tags, allow_file_access=allow_file_access, limits=limits)
+             limits: Limits = DEFAULT, engine: str = "auto") -> dict[str, np.ndarray]:
+    """One signature's outputs on a freshly loaded model (as TensorFlow's side loads it), so
+    that a signature that changes variables does not change what the next one sees."""
+    model = load(export_dir, tags, allow_file_access=allow_file_access, limits=limits, engine=engine)
     return model.signatures[signature](**feeds)

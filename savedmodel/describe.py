@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from savedmodel.protos import function_pb2, meta_graph_pb2, types_pb2
-from savedmodel.runtime import dtypes, registry, structure
+from savedmodel.runtime import dtypes, native, registry, structure
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.file_access import file_system_ops
 from savedmodel.runtime.saved_model_file import format_tags, read_saved_model, signatures, tag_set
@@ -32,22 +32,23 @@ ALWAYS_SUPPORTED = frozenset({"Placeholder"})
 """Ops the runtime handles without a kernel: placeholders are fed."""
 
 
-def describe_model(export_dir: str | Path) -> dict:
+def describe_model(export_dir: str | Path, engine: str = "numpy") -> dict:
     """Tag-sets, signatures, saved functions, variables and ops of a SavedModel."""
     export_dir = Path(export_dir)
     model = read_saved_model(export_dir)
     variables = _variables(export_dir)
     where = str(export_dir / "saved_model.pb")
     return {"schema": SHOW_SCHEMA, "path": str(export_dir),
-            "meta_graphs": [_meta_graph(m, variables, where) for m in model.meta_graphs]}
+            "meta_graphs": [_meta_graph(m, variables, where, engine) for m in model.meta_graphs]}
 
 
-def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict], where: str) -> dict:
+def _meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, variables: list[dict], where: str,
+                engine: str) -> dict:
     return {"tags": sorted(tag_set(meta_graph)),
             "signatures": [_signature(s) for s in signatures(meta_graph)],
             "functions": _functions(meta_graph, where),
             "variables": variables,
-            "ops": op_counts(meta_graph),
+            "ops": op_counts(meta_graph, engine),
             "file_system_ops": file_system_ops(meta_graph)}
 
 
@@ -143,16 +144,17 @@ def _variables(export_dir: Path) -> list[dict]:
     return describe_checkpoint(prefix)["tensors"]
 
 
-def op_counts(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[dict]:
-    """How often each op occurs in the graph and its functions, and whether the runtime can
-    run it (library function names count as supported ops)."""
+def op_counts(meta_graph: meta_graph_pb2.MetaGraphDef, engine: str = "numpy") -> list[dict]:
+    """How often each op occurs in the graph and its functions, and whether `engine` ("numpy"
+    or "native") can run it (library function names count as supported ops)."""
+    has_kernel = set(native.ops()).__contains__ if engine == "native" else registry.is_supported
     graph = meta_graph.graph_def
     functions = {f.signature.name for f in graph.library.function}
     counts = Counter(node.op for node in graph.node)
     for function in graph.library.function:
         counts.update(node.op for node in function.node_def)
     return [{"op": op, "count": count,
-             "supported": op in functions or op in ALWAYS_SUPPORTED or registry.is_supported(op),
+             "supported": op in functions or op in ALWAYS_SUPPORTED or has_kernel(op),
              "function": op in functions}
             for op, count in sorted(counts.items())]
 

@@ -1,0 +1,229 @@
+"""The native engine (Rust, savedmodel._native) through `load(dir, engine="native")` and the
+Python-free `savedmodel-run` binary: every recorded signature gives TensorFlow's outputs, both
+engines agree on random inputs, errors read as the numpy engine's, and "auto" says which engine
+it chose and why."""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import DATA, EXTRA_MODELS, SAVEDMODELS
+from savedmodel.compare import random_feeds
+from savedmodel.runtime import load, native
+from savedmodel.runtime.feeds import FeedError
+from savedmodel.runtime.loader import UnknownSignatureError
+from test_runtime_corpus import _feeds_and_expected, _signature_cases, assert_matches
+
+REQUIRED = os.environ.get("SAVEDMODEL_REQUIRE_NATIVE") == "1"
+needs_native = pytest.mark.skipif(not native.available() and not REQUIRED,
+                                  reason="the native engine is not built in this installation")
+pytestmark = needs_native
+
+FROZEN = sorted((DATA / "frozen").glob("*.pb"))
+ALL_MODELS = SAVEDMODELS + EXTRA_MODELS
+
+
+def test_the_native_engine_is_built():
+    """CI sets SAVEDMODEL_REQUIRE_NATIVE=1: an install that silently fell back to numpy fails."""
+    assert native.available()
+    assert {"Conv2D", "MatMul", "While", "VarHandleOp"} <= set(native.ops())
+
+
+@pytest.mark.parametrize("model_dir, signature", _signature_cases())
+def test_signature_gives_tensorflows_outputs(model_dir, signature):
+    feeds, expected = _feeds_and_expected(model_dir, signature)
+    model = load(model_dir, engine="native")
+    assert model.engine == "native"
+    outputs = model.signatures[signature](**feeds)
+    assert_matches(outputs, expected, f"{model_dir.name}:{signature}")
+
+
+def _frozen_io(path: Path):
+    io = dict(np.load(path.with_suffix(".io.npz")))
+    feeds = {k.split("/", 3)[3]: v for k, v in io.items() if k.startswith("sig/serving_default/in/")}
+    expected = {k.split("/", 3)[3]: v for k, v in io.items() if k.startswith("sig/serving_default/out/")}
+    return feeds, expected
+
+
+@pytest.mark.parametrize("path", FROZEN, ids=lambda p: p.name)
+def test_frozen_graph_gives_tensorflows_outputs(path):
+    feeds, expected = _frozen_io(path)
+    outputs = load(path, engine="native").signatures["serving_default"](**feeds)
+    assert_matches(outputs, expected, path.name)
+
+
+def _assert_close(a: dict, b: dict, where: str, rtol=1e-4, atol=1e-5) -> None:
+    assert sorted(a) == sorted(b), where
+    for key in a:
+        assert a[key].dtype == b[key].dtype and a[key].shape == b[key].shape, f"{where}: {key}"
+        if a[key].dtype.kind in "fc":
+            np.testing.assert_allclose(a[key], b[key], rtol=rtol, atol=atol, err_msg=f"{where}: {key}")
+        else:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=f"{where}: {key}")
+
+
+@pytest.mark.parametrize("model_dir", ALL_MODELS, ids=lambda p: p.name)
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**31 - 1), batch=st.integers(1, 3))
+def test_both_engines_agree_on_random_inputs(model_dir, seed, batch):
+    """Each model freshly loaded on each engine (signatures that change state then see the same
+    state), fed the same random inputs."""
+    names = list(load(model_dir, engine="numpy").signatures)
+    for name in names:
+        reference, fast = load(model_dir, engine="numpy"), load(model_dir, engine="native")
+        feeds = random_feeds(reference.signatures[name], batch, seed)
+        try:
+            want = reference.signatures[name](**feeds)
+        except Exception as err:  # inputs the model rejects: the native engine must reject them too
+            with pytest.raises(type(err)):
+                fast.signatures[name](**feeds)
+            continue
+        _assert_close(fast.signatures[name](**feeds), want, f"{model_dir.name}:{name}")
+
+
+def test_object_graph_functions_run_natively_and_share_variables():
+    seeds = DATA / "reference" / "savedmodels" / "seeds"
+    fast, reference = load(seeds, engine="native"), load(seeds, engine="numpy")
+    assert sorted(fast.functions) == sorted(reference.functions)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got, want = fast.functions["dense"](x), reference.functions["dense"](x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert sorted(fast.variables) == sorted(reference.variables)
+    for name, value in reference.variables.items():
+        np.testing.assert_array_equal(fast.variables[name], value)
+
+
+def test_unknown_signature_lists_the_available_ones():
+    model = load(SAVEDMODELS[0], engine="native")
+    with pytest.raises(UnknownSignatureError, match="no signature 'nope'; available: "):
+        model.signatures["nope"]
+
+
+@pytest.mark.parametrize("feeds, pattern", [
+    ({}, r"takes inputs .*missing"),
+    ({"x": "text"}, r"expects float32, got a non-numeric value"),
+    ({"x": np.zeros((1, 5), np.float32)}, r"expects shape \(None, 4\) of float32, got shape \(1, 5\)"),
+])
+def test_bad_feeds_are_named_as_the_numpy_engine_names_them(feeds, pattern):
+    mlp = DATA / "reference" / "savedmodels" / "keras_mlp"
+    messages = []
+    for engine in ("native", "numpy"):
+        signature = load(mlp, engine=engine).signatures["serving_default"]
+        key = next(iter(signature.inputs))
+        renamed = {key: v for v in feeds.values()}
+        with pytest.raises(FeedError, match=pattern) as caught:
+            signature(**renamed)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_auto_says_which_engine_and_why(caplog):
+    mlp = DATA / "reference" / "savedmodels" / "keras_mlp"
+    with caplog.at_level(logging.INFO, logger="savedmodel.runtime"):
+        model = load(mlp)
+    assert model.engine == "native"
+    assert "native engine" in caplog.text
+    assert load(mlp, engine="numpy").engine == "numpy"
+    with pytest.raises(ValueError, match="engine must be one of auto, native, numpy"):
+        load(mlp, engine="fast")
+
+
+def test_an_op_without_a_native_kernel_names_op_node_and_function(tmp_path):
+    import savedmodel as sm
+
+    class M(sm.Module):
+        @sm.function(input_signature=[sm.TensorSpec([None], sm.float32)])
+        def f(self, x):
+            return sm.math.bessel_i0e(x) if hasattr(sm.math, "bessel_i0e") else sm.math.lgamma(x)
+
+    sm.saved_model.save(M(), str(tmp_path))
+    missing = {"BesselI0e", "Lgamma"} - set(native.ops())
+    if not missing:
+        pytest.skip("the native engine has both ops this test uses")
+    with pytest.raises(native.NativeUnsupportedError, match=r"no kernel for op \w+ \(node \"\w+\" in function") as caught:
+        load(tmp_path, engine="native")
+    assert caught.value.ops and set(caught.value.ops) <= missing
+    model = load(tmp_path)
+    assert model.engine == "numpy" and "no kernel for" in model.engine_reason
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garble"])
+def test_a_damaged_saved_model_pb_is_a_file_error_naming_the_file(tmp_path, damage):
+    copy = tmp_path / "m"
+    shutil.copytree(DATA / "reference" / "savedmodels" / "keras_mlp", copy)
+    pb = copy / "saved_model.pb"
+    data = pb.read_bytes()
+    pb.write_bytes(data[: len(data) // 3] if damage == "truncate" else bytes(b ^ 0x5A for b in data[:4000]) + data[4000:])
+    with pytest.raises(Exception) as caught:
+        load(copy, engine="native")
+    assert "saved_model.pb" in str(caught.value)
+    assert type(caught.value).__module__.startswith(("savedmodel", "builtins"))
+
+
+def test_a_corrupt_checkpoint_shard_is_an_error_naming_the_file(tmp_path):
+    copy = tmp_path / "m"
+    shutil.copytree(DATA / "reference" / "savedmodels" / "keras_mlp", copy)
+    shard = next((copy / "variables").glob("variables.data-*"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(Exception, match="variables") as caught:
+        load(copy, engine="native")
+    assert "checksum" in str(caught.value) or "corrupt" in str(caught.value)
+
+
+def _binary() -> Path:
+    found = shutil.which("savedmodel-run", path=str(Path(sys.executable).parent)) or shutil.which("savedmodel-run")
+    if found is None:
+        pytest.fail("savedmodel-run is not installed beside the Python package")
+    return Path(found)
+
+
+@pytest.mark.parametrize("model_dir, signature", _signature_cases())
+def test_the_binary_gives_tensorflows_outputs_with_no_python_on_path(model_dir, signature, tmp_path):
+    feeds, expected = _feeds_and_expected(model_dir, signature)
+    spec = []
+    for key, value in feeds.items():
+        np.save(tmp_path / f"in_{key}.npy", value.astype(bytes) if value.dtype == object else value)
+        spec.append(f"{key}={tmp_path / f'in_{key}.npy'}")
+    out = tmp_path / "out"
+    done = subprocess.run([str(_binary()), str(model_dir), "--signature-def", signature,
+                           "--inputs", ";".join(spec), "--outdir", str(out)],
+                          env={"PATH": str(tmp_path / "empty")}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outputs = {}
+    for key, want in expected.items():
+        got = np.load(out / f"{key.replace('/', '_')}.npy")
+        outputs[key] = got.astype(object) if want.dtype == object else got
+    assert_matches(outputs, expected, f"savedmodel-run {model_dir.name}:{signature}")
+
+
+def test_the_binary_reports_errors_on_one_line(tmp_path):
+    mlp = DATA / "reference" / "savedmodels" / "keras_mlp"
+    done = subprocess.run([str(_binary()), str(mlp), "--signature-def", "nope"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: no signature \"nope\"; available: ")
+    done = subprocess.run([str(_binary()), str(mlp), "--bogus"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+
+
+def test_the_binary_benchmarks_and_prints_like_savedmodel_run(tmp_path):
+    mlp = DATA / "frozen" / "keras_mlp.pb"
+    feeds, _ = _frozen_io(mlp)
+    key, value = next(iter(feeds.items()))
+    np.save(tmp_path / "x.npy", value)
+    done = subprocess.run([str(_binary()), str(mlp), "--inputs", f"{key}={tmp_path / 'x.npy'}", "--bench", "5"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "latency over 5 calls (ms): min" in done.stderr
+    assert done.stdout.startswith("Result for output key ")
