@@ -49,8 +49,8 @@ def test_signature_gives_tensorflows_outputs(model_dir, signature):
 
 def _frozen_io(path: Path):
     io = dict(np.load(path.with_suffix(".io.npz")))
-    feeds = {k.split("/", 3)[3]: v for k, v in io.items() if k.startswith("sig/serving_default/in/")}
-    expected = {k.split("/", 3)[3]: v for k, v in io.items() if k.startswith("sig/serving_default/out/")}
+    feeds = {k[3:]: v for k, v in io.items() if k.startswith("in/")}
+    expected = {k[4:]: v for k, v in io.items() if k.startswith("out/")}
     return feeds, expected
 
 

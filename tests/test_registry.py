@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
 
-from savedmodel.runtime import registry
+from savedmodel.runtime import native, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,6 +24,8 @@ def test_unknown_op_names_itself_the_node_and_the_supported_ops():
         registry.lookup("NoSuchOp", "n1")
 
 
+@pytest.mark.skipif(not native.available() and os.environ.get("SAVEDMODEL_REQUIRE_NATIVE") != "1",
+                    reason="the table has a column for the native engine, which is not built here")
 def test_op_table_is_current():
     spec = importlib.util.spec_from_file_location("gen_op_docs", ROOT / "tools" / "gen_op_docs.py")
     module = importlib.util.module_from_spec(spec)

@@ -1,4 +1,5 @@
-"""Write docs/ops.md: the table of ops the runtime supports, generated from the kernel registry.
+"""Write docs/ops.md: the table of ops each engine supports, generated from the kernel registries
+(the numpy engine's, and the native engine's through savedmodel._native, which must be built).
 
 Usage: python tools/gen_op_docs.py [OUT]   (default: docs/ops.md; a test checks it is current)
 """
@@ -8,21 +9,30 @@ import argparse
 import sys
 from pathlib import Path
 
-from savedmodel.runtime import registry
+from savedmodel.runtime import native, registry
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs" / "ops.md"
 
 
 def render() -> str:
-    kernels = registry.all_kernels()
+    if not native.available():
+        raise SystemExit("gen_op_docs.py: the native engine is not built; install with a Rust toolchain")
+    kernels = {k.op: k for k in registry.all_kernels()}
+    fast = {op for op in native.ops() if not op.startswith("_")}
     lines = ["# Supported ops", "",
-             "Generated from the kernel registry by `python tools/gen_op_docs.py`; do not edit.",
-             f"The runtime has kernels for {len(kernels)} TensorFlow op types. A graph that uses any",
-             "other op loads, and fails with an error naming the op and node when that op would run.",
-             "", "| op | kernel module | notes |", "|---|---|---|"]
-    for k in kernels:
-        notes = ", ".join(n for n, on in (("stateful", k.stateful), ("calls functions or uses state", k.context)) if on)
-        lines.append(f"| `{k.op}` | `{k.fn.__module__.rsplit('.', 1)[-1]}` | {notes} |")
+             "Generated from the kernel registries by `python tools/gen_op_docs.py`; do not edit.",
+             f"The numpy engine has kernels for {len(kernels)} TensorFlow op types, the native engine",
+             f"for {len(fast)} (plus the fused ops its plan compiler makes). `load(dir, engine=\"auto\")`",
+             "runs a model on the native engine when it has a kernel for every op the signatures need.",
+             "A graph that uses an op neither engine has loads on the numpy engine, and fails with an",
+             "error naming the op and node when that op would run.",
+             "", "| op | numpy engine (kernel module) | native engine | notes |", "|---|---|---|---|"]
+    for op in sorted(kernels.keys() | fast):
+        k = kernels.get(op)
+        notes = "" if k is None else ", ".join(
+            n for n, on in (("stateful", k.stateful), ("calls functions or uses state", k.context)) if on)
+        module = f"`{k.fn.__module__.rsplit('.', 1)[-1]}`" if k is not None else "no"
+        lines.append(f"| `{op}` | {module} | {'yes' if op in fast else 'no'} | {notes} |")
     return "\n".join(lines) + "\n"
 
 

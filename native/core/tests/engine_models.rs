@@ -64,7 +64,6 @@ fn close(ours: &Tensor, expected: &Tensor) -> Result<(), String> {
 }
 
 #[test]
-#[ignore = "the kernel families land in the following commits"]
 fn every_signature_gives_tensorflows_outputs() {
     let mut report = Vec::new();
     let mut passed = 0;
@@ -102,7 +101,6 @@ fn every_signature_gives_tensorflows_outputs() {
 }
 
 #[test]
-#[ignore = "the kernel families land in the following commits"]
 fn frozen_graphs_give_tensorflows_outputs() {
     let dir = common::data_dir().join("frozen");
     for name in ["keras_mlp", "keras_cnn"] {
@@ -130,13 +128,10 @@ fn frozen_graphs_give_tensorflows_outputs() {
 #[test]
 fn a_frozen_graph_lists_its_placeholders_and_sinks() {
     let path = common::data_dir().join("frozen/keras_mlp.pb");
-    let model = Model::load_graph_def(&path, &LoadOptions::default());
-    // Until the matmul kernels land the load reports the missing ops; either way, no panic.
-    if let Ok(model) = model {
-        let signature = model.signature("serving_default").unwrap();
-        let keys: Vec<&str> = signature.inputs.iter().map(|s| s.key.as_str()).collect();
-        assert_eq!(keys, ["features"]);
-        let outputs: Vec<&str> = signature.outputs.iter().map(|s| s.key.as_str()).collect();
-        assert_eq!(outputs, ["Identity"]);
-    }
+    let model = Model::load_graph_def(&path, &LoadOptions::default()).unwrap();
+    let signature = model.signature("serving_default").unwrap();
+    let keys: Vec<&str> = signature.inputs.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["features"]);
+    let outputs: Vec<&str> = signature.outputs.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(outputs, ["Identity"]);
 }
