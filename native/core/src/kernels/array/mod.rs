@@ -1,5 +1,119 @@
-//! The array kernels.
+//! The array kernels: shapes, layout changes (transpose, slicing, padding, tiling), joining and
+//! splitting, gather/scatter, ragged-to-dense, and TensorLists. Every op that only moves data
+//! is written once over all dtypes through [`copy`].
 
+use crate::dtype::DType;
+use crate::engine::kernel::{fail, KResult, Kernel};
 use crate::engine::Registry;
+use crate::tensor::Tensor;
 
-pub fn register(_r: &mut Registry) {}
+#[macro_use]
+mod copy;
+mod fill;
+mod gather;
+mod join;
+mod layout;
+mod list;
+mod matrix;
+mod ragged;
+mod scatter;
+mod shape;
+mod slice;
+mod unique;
+
+pub fn register(r: &mut Registry) {
+    shape::register(r);
+    layout::register(r);
+    slice::register(r);
+    join::register(r);
+    fill::register(r);
+    matrix::register(r);
+    gather::register(r);
+    scatter::register(r);
+    unique::register(r);
+    ragged::register(r);
+    list::register(r);
+}
+
+/// What a factory returns.
+type Made = Result<Box<dyn Kernel>, String>;
+
+/// An int32 or int64 output (an `out_type`/`Tidx` attr), an error if a value does not fit.
+fn int_tensor(dtype: DType, shape: Vec<usize>, values: Vec<i64>) -> KResult<Tensor> {
+    match dtype {
+        DType::Int64 => Ok(Tensor::from_vec(shape, values)),
+        DType::Int32 => {
+            let narrow = values
+                .into_iter()
+                .map(|v| {
+                    i32::try_from(v).map_err(|_| fail(format!("{v} does not fit the int32 output")))
+                })
+                .collect::<KResult<Vec<i32>>>()?;
+            Ok(Tensor::from_vec(shape, narrow))
+        }
+        other => Err(fail(format!(
+            "output type must be int32 or int64, got {other}"
+        ))),
+    }
+}
+
+/// An int dtype attr (`out_type`, `Tidx`, ...) with a default, checked at compile time.
+fn int_dtype_attr(
+    node: &crate::engine::NodeSpec,
+    name: &str,
+    default: DType,
+) -> Result<DType, String> {
+    let dtype = if node.attrs.has(name) {
+        node.attrs.dtype(name)?
+    } else {
+        default
+    };
+    match dtype {
+        DType::Int32 | DType::Int64 => Ok(dtype),
+        other => Err(format!("attr {name:?} must be int32 or int64, got {other}")),
+    }
+}
+
+/// A scalar (or one-element) integer input, as TensorFlow's axis and count inputs are.
+fn scalar_int(t: &Tensor, what: &str) -> KResult<i64> {
+    let v = crate::kernels::util::int_values(t, what)?;
+    match v.as_slice() {
+        [x] if t.rank() <= 1 => Ok(*x),
+        _ => Err(fail(format!(
+            "{what} must be a scalar, got shape {:?}",
+            t.shape()
+        ))),
+    }
+}
+
+/// A possibly negative `axis` of a rank-`rank` tensor as an index; unlike the reductions'
+/// helper, a scalar has no axis here.
+fn axis_index(axis: i64, rank: usize) -> KResult<usize> {
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return Err(fail(format!(
+            "axis {axis} is out of range for a tensor of rank {rank}"
+        )));
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}
+
+/// The elements of a tensor of any integer dtype as i64 (SplitV's sizes may be int8).
+fn any_ints(t: &Tensor, what: &str) -> KResult<Vec<i64>> {
+    use crate::tensor::Storage as S;
+    Ok(match t.storage() {
+        S::Int8(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        S::Int16(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        S::Int32(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        S::Int64(v) => v.clone(),
+        S::UInt8(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        S::UInt16(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        S::UInt32(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        _ => {
+            return Err(fail(format!(
+                "{what} must be an integer tensor, got {}",
+                t.dtype()
+            )))
+        }
+    })
+}

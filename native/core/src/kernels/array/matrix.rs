@@ -1,0 +1,5 @@
+//! stub
+
+use crate::engine::Registry;
+
+pub fn register(_r: &mut Registry) {}

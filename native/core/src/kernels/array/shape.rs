@@ -1,0 +1,226 @@
+//! Ops on shapes alone (Shape, ShapeN, Size, Rank, BroadcastArgs) and ops that only relabel a
+//! tensor's shape (Reshape, ExpandDims, Squeeze): those copy the buffer once, as a tensor owns
+//! its storage.
+
+use super::copy::reshape_copy;
+use super::{int_dtype_attr, int_tensor, scalar_int, Made};
+use crate::dtype::DType;
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
+use crate::engine::{Registry, Value};
+use crate::kernels::util::{broadcast_shape, int_values, shape_values};
+use crate::tensor::Tensor;
+
+pub fn register(r: &mut Registry) {
+    r.add("Shape", shape);
+    r.add("ShapeN", shape_n);
+    r.add("Size", size);
+    r.add("Rank", rank);
+    r.add("BroadcastArgs", broadcast_args);
+    r.add("Reshape", reshape);
+    r.add("ExpandDims", expand_dims);
+    r.add("Squeeze", squeeze);
+}
+
+fn dims_i64(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&d| d as i64).collect()
+}
+
+fn shape(node: &NodeSpec) -> Made {
+    let out = int_dtype_attr(node, "out_type", DType::Int32)?;
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        one(int_tensor(out, vec![t.rank()], dims_i64(t.shape()))?)
+    }))
+}
+
+fn shape_n(node: &NodeSpec) -> Made {
+    let out = int_dtype_attr(node, "out_type", DType::Int32)?;
+    Ok(boxed(move |_, inputs| {
+        (0..inputs.len())
+            .map(|i| {
+                let t = tensor_input(inputs, i)?;
+                Ok(Value::tensor(int_tensor(
+                    out,
+                    vec![t.rank()],
+                    dims_i64(t.shape()),
+                )?))
+            })
+            .collect()
+    }))
+}
+
+fn size(node: &NodeSpec) -> Made {
+    let out = int_dtype_attr(node, "out_type", DType::Int32)?;
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        one(int_tensor(out, Vec::new(), vec![t.len() as i64])?)
+    }))
+}
+
+fn rank(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        one(Tensor::scalar(t.rank() as i32))
+    }))
+}
+
+fn broadcast_args(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let s0 = tensor_input(inputs, 0)?;
+        let s1 = tensor_input(inputs, 1)?;
+        if s0.rank() != 1 || s1.rank() != 1 {
+            return Err(fail("BroadcastArgs: both shapes must be vectors"));
+        }
+        let a = shape_values(&s0, "input 0")?;
+        let b = shape_values(&s1, "input 1")?;
+        let out = broadcast_shape(&a, &b)?;
+        one(int_tensor(s0.dtype(), vec![out.len()], dims_i64(&out))?)
+    }))
+}
+
+/// The shape a Reshape asks for, resolving one -1 as TensorFlow does: with a zero among the
+/// requested sizes, zero-size dimensions drop out of both products so `[0, -1]` still infers.
+pub fn reshape_dims(source: &[usize], sizes: &[i64]) -> KResult<Vec<usize>> {
+    let total = source.iter().product::<usize>();
+    let unknown: Vec<usize> = (0..sizes.len()).filter(|&i| sizes[i] == -1).collect();
+    if unknown.len() > 1 {
+        return Err(fail(format!(
+            "only one input size may be -1, not both {} and {}",
+            unknown[0], unknown[1]
+        )));
+    }
+    if let Some(i) = sizes.iter().position(|&s| s < -1) {
+        return Err(fail(format!(
+            "size {i} must be non-negative, not {}",
+            sizes[i]
+        )));
+    }
+    let mut dims: Vec<usize> = sizes.iter().map(|&s| s.max(0) as usize).collect();
+    let known = dims
+        .iter()
+        .zip(sizes)
+        .filter(|(_, &s)| s > 0)
+        .try_fold(1usize, |p, (&d, _)| p.checked_mul(d))
+        .ok_or_else(|| fail(format!("requested shape {sizes:?} is too large")))?;
+    if let Some(&u) = unknown.first() {
+        let wants_zero = sizes.contains(&0);
+        let available: usize = source.iter().filter(|&&d| d > 0 || !wants_zero).product();
+        dims[u] = available.checked_div(known).unwrap_or(0);
+        let exact = dims[u].checked_mul(known) == Some(available);
+        if !(exact || source.contains(&0) && wants_zero) {
+            return Err(fail(format!(
+                "Input to reshape is a tensor with {total} values, but the requested shape \
+                 requires a multiple of {known}"
+            )));
+        }
+    }
+    if crate::tensor::element_count(&dims) != Some(total) {
+        return Err(fail(format!(
+            "Input to reshape is a tensor with {total} values (shape {source:?}), but the \
+             requested shape {sizes:?} has {}",
+            dims.iter().map(|&d| d as u128).product::<u128>()
+        )));
+    }
+    Ok(dims)
+}
+
+fn reshape(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let s = tensor_input(inputs, 1)?;
+        if s.rank() > 1 {
+            return Err(fail(format!(
+                "shape must be a vector, got shape {:?}",
+                s.shape()
+            )));
+        }
+        let dims = reshape_dims(t.shape(), &int_values(&s, "shape")?)?;
+        same_or_copy(inputs, &t, dims)
+    }))
+}
+
+/// The input itself when the shape is unchanged, else a reshaped copy.
+fn same_or_copy(inputs: &[Value], t: &Tensor, dims: Vec<usize>) -> KResult {
+    if dims == t.shape() {
+        if let Some(v) = inputs.first() {
+            return Ok(vec![v.clone()]);
+        }
+    }
+    one(reshape_copy(t, dims)?)
+}
+
+fn expand_dims(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let axis = scalar_int(&*tensor_input(inputs, 1)?, "dim")?;
+        let rank = t.rank() as i64;
+        if axis < -rank - 1 || axis > rank {
+            return Err(fail(format!(
+                "dim {axis} is out of range for a tensor of rank {rank}"
+            )));
+        }
+        let at = if axis < 0 { axis + rank + 1 } else { axis } as usize;
+        let mut dims = t.shape().to_vec();
+        dims.insert(at, 1);
+        one(reshape_copy(&t, dims)?)
+    }))
+}
+
+fn squeeze(node: &NodeSpec) -> Made {
+    let axes = node.attrs.ints_or("squeeze_dims", &[])?;
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let dims = squeezed(t.shape(), &axes)?;
+        same_or_copy(inputs, &t, dims)
+    }))
+}
+
+fn squeezed(shape: &[usize], axes: &[i64]) -> KResult<Vec<usize>> {
+    if axes.is_empty() {
+        return Ok(shape.iter().copied().filter(|&d| d != 1).collect());
+    }
+    let rank = shape.len() as i64;
+    let mut drop = vec![false; shape.len()];
+    for &a in axes {
+        if a < -rank || a >= rank {
+            return Err(fail(format!(
+                "squeeze dim {a} is out of range for a tensor of rank {rank}"
+            )));
+        }
+        let i = if a < 0 { a + rank } else { a } as usize;
+        if shape[i] != 1 {
+            return Err(fail(format!(
+                "Can not squeeze dim[{i}], expected a dimension of 1, got {} (shape {shape:?})",
+                shape[i]
+            )));
+        }
+        drop[i] = true;
+    }
+    Ok((0..shape.len())
+        .filter(|&i| !drop[i])
+        .map(|i| shape[i])
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reshape_infers_one_dimension() {
+        assert_eq!(reshape_dims(&[2, 3], &[-1]).unwrap(), vec![6]);
+        assert_eq!(reshape_dims(&[0, 3], &[0, -1]).unwrap(), vec![0, 3]);
+        assert!(reshape_dims(&[2, 3], &[-1, -1]).is_err());
+        assert!(reshape_dims(&[2, 3], &[4, -1]).is_err());
+        assert!(reshape_dims(&[2, 3], &[5]).is_err());
+        assert!(reshape_dims(&[2, 3], &[i64::MAX, 2]).is_err());
+    }
+
+    #[test]
+    fn squeeze_checks_dims() {
+        assert_eq!(squeezed(&[1, 2, 1], &[]).unwrap(), vec![2]);
+        assert_eq!(squeezed(&[1, 2, 1], &[-1]).unwrap(), vec![1, 2]);
+        assert!(squeezed(&[1, 2, 1], &[1]).is_err());
+        assert!(squeezed(&[1, 2, 1], &[3]).is_err());
+    }
+}
