@@ -1,5 +1,34 @@
-//! The nn kernels.
+//! Neural-network kernels: matrix products (MatMul, BatchMatMul*, Einsum), BiasAdd,
+//! convolutions (Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput), pooling and batch
+//! normalization. Products go through the `gemm` crate; convolutions are im2col + GEMM or
+//! direct channel-vectorized loops over NHWC.
 
-use crate::engine::Registry;
+use crate::engine::kernel::Registry;
 
-pub fn register(_r: &mut Registry) {}
+mod batchnorm;
+mod bias;
+mod conv;
+mod depthwise;
+mod gemm;
+mod layout;
+mod matmul;
+mod num;
+mod pool;
+mod window;
+
+pub fn register(r: &mut Registry) {
+    r.add("Conv2D", conv::conv2d);
+    r.add("DepthwiseConv2dNative", depthwise::depthwise_conv2d);
+    r.add("BiasAdd", bias::bias_add);
+    r.add("BiasAddV1", bias::bias_add);
+    r.add("MaxPool", pool::max_pool);
+    r.add("MaxPoolV2", pool::max_pool_v2);
+    r.add("AvgPool", pool::avg_pool);
+    for op in ["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"] {
+        r.add(op, batchnorm::fused_batch_norm);
+    }
+    r.add("MatMul", matmul::mat_mul);
+    r.add("BatchMatMul", matmul::batch_mat_mul);
+    r.add("BatchMatMulV2", matmul::batch_mat_mul_v2);
+    r.add("BatchMatMulV3", matmul::batch_mat_mul_v2);
+}

@@ -1,0 +1,408 @@
+//! Conv2D: im2col + GEMM. A 1x1 stride-1 unpadded convolution is a plain matrix product over
+//! the NHWC input (no copy); any other gathers the receptive fields of a tile of output pixels
+//! into a patch matrix (bounded size, one buffer per worker) and multiplies it by the filter,
+//! tiles spread over rayon's threads when the work is large. Grouped convolutions (input
+//! channels a multiple of the filter's) multiply each group's channels by its filter columns;
+//! one input channel per group is the depthwise kernel's work. NCHW is transposed in and out.
+
+use rayon::prelude::*;
+
+use crate::dtype::DType;
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
+use crate::kernels::nn::depthwise;
+use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
+use crate::kernels::nn::layout::{to_nchw, to_nhwc};
+use crate::kernels::nn::num::{run_num, Num, NumOp};
+use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
+use crate::kernels::util::make;
+use crate::tensor::{element_count, Tensor};
+
+/// Conv2D's dtypes on TensorFlow's CPU.
+const TYPES: [DType; 5] = [
+    DType::Float16,
+    DType::BFloat16,
+    DType::Float32,
+    DType::Float64,
+    DType::Int32,
+];
+
+/// Patch-matrix elements per tile: large enough for an efficient product, small enough to
+/// stay in cache.
+const TILE_ELEMENTS: usize = 1 << 16;
+
+pub fn conv2d(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let spec = conv_spec(&node.attrs)?;
+    Ok(boxed(move |_, inputs| {
+        let x = tensor_input(inputs, 0)?;
+        let filter = tensor_input(inputs, 1)?;
+        one(conv(&spec, &x, &filter)?)
+    }))
+}
+
+/// The shapes of one convolution, in NHWC.
+#[derive(Clone, Copy, Debug)]
+pub struct Geometry {
+    pub n: usize,
+    pub h: usize,
+    pub w: usize,
+    pub c: usize,
+    pub kh: usize,
+    pub kw: usize,
+    /// Input channels per group (the filter's in-depth).
+    pub gi: usize,
+    pub o: usize,
+    pub groups: usize,
+    pub rows: Axis,
+    pub cols: Axis,
+}
+
+impl Geometry {
+    pub fn out_shape(&self) -> [usize; 4] {
+        [self.n, self.rows.out, self.cols.out, self.o]
+    }
+
+    fn pixels(&self) -> usize {
+        self.n * self.rows.out * self.cols.out
+    }
+
+    fn depth(&self) -> usize {
+        self.kh * self.kw * self.gi
+    }
+}
+
+/// Conv2D of `x` by an HWIO `filter` under `spec`.
+pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
+    let xs = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
+    let [kh, kw, gi, o] = rank4(filter.shape(), "filter")?;
+    let [n, h, w, c] = xs;
+    if gi == 0 {
+        return Err(fail(format!(
+            "filter depth must be stricly positive, got {gi}"
+        )));
+    }
+    if c % gi != 0 {
+        return Err(fail(format!(
+            "input depth must be evenly divisible by filter depth: {c} vs {gi}"
+        )));
+    }
+    let groups = c / gi;
+    if o % groups != 0 {
+        return Err(fail(format!(
+            "output depth must be evenly divisible by number of groups: {o} vs {groups}"
+        )));
+    }
+    let [rows, cols] = spec.axes(h, w, [kh, kw])?;
+    let g = Geometry {
+        n,
+        h,
+        w,
+        c,
+        kh,
+        kw,
+        gi,
+        o,
+        groups,
+        rows,
+        cols,
+    };
+    let count = element_count(&g.out_shape())
+        .ok_or_else(|| fail(format!("output shape {:?} is too large", g.out_shape())))?;
+    if filter.is_empty() && count != 0 {
+        return Err(fail(
+            "filter must not have zero elements (i.e. all dimensions must be non-zero)",
+        ));
+    }
+    let call = Call {
+        g,
+        channels_first: spec.channels_first,
+        input_shape: rank4(x.shape(), "input")?,
+    };
+    let storage = run_num(&call, &[x, filter], &TYPES, "Conv2D")?;
+    let [n, oh, ow, o] = g.out_shape();
+    let shape = if spec.channels_first {
+        vec![n, o, oh, ow]
+    } else {
+        vec![n, oh, ow, o]
+    };
+    make(shape, storage)
+}
+
+struct Call {
+    g: Geometry,
+    channels_first: bool,
+    input_shape: [usize; 4],
+}
+
+impl NumOp for Call {
+    fn run<T: Num>(&self, inputs: &[&[T]]) -> KResult<Vec<T>> {
+        let [x, filter] = inputs else {
+            return Err(fail("Conv2D takes 2 inputs"));
+        };
+        if !self.channels_first {
+            return convolve(&self.g, x, filter);
+        }
+        let x = to_nhwc(x, self.input_shape);
+        let out = convolve(&self.g, &x, filter)?;
+        Ok(to_nchw(&out, self.g.out_shape()))
+    }
+}
+
+/// The NHWC convolution of `x` by `filter` (HWIO, I the channels per group).
+pub fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
+    let count = g.pixels() * g.o;
+    let mut out = vec![T::default(); count];
+    if count == 0 {
+        return Ok(out);
+    }
+    if g.gi == 1 && g.groups > 1 {
+        let multiplier = g.o / g.groups;
+        depthwise::direct(g, multiplier, x, filter, &mut out);
+    } else if is_pointwise(g) {
+        pointwise(g, x, filter, &mut out)?;
+    } else {
+        patches_product(g, x, filter, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// A 1x1 window at stride 1 with no padding: each output pixel is its input pixel's channels
+/// times the filter matrix.
+fn is_pointwise(g: &Geometry) -> bool {
+    g.kh == 1
+        && g.kw == 1
+        && g.rows.stride == 1
+        && g.cols.stride == 1
+        && g.rows.before == 0
+        && g.cols.before == 0
+        && g.rows.out == g.h
+        && g.cols.out == g.w
+}
+
+fn pointwise<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KResult<()> {
+    let go = g.o / g.groups;
+    for group in 0..g.groups {
+        let product = Product {
+            m: g.pixels(),
+            n: go,
+            k: g.gi,
+            a: Layout {
+                offset: group * g.gi,
+                rs: g.c,
+                cs: 1,
+            },
+            b: Layout::rows(group * go, g.o),
+            dst: Layout::rows(group * go, g.o),
+        };
+        T::product(&product, x, filter, out, true)?;
+    }
+    Ok(())
+}
+
+/// Output pixels per tile, and whether tiles run on several threads.
+fn tiling(g: &Geometry) -> (usize, bool) {
+    let pixels = g.pixels();
+    let depth = g.depth().max(1);
+    let tile = (TILE_ELEMENTS / depth).clamp(1, pixels);
+    let tiles = pixels.div_ceil(tile);
+    let work = pixels.saturating_mul(depth).saturating_mul(g.o);
+    if tiles < 2 || work < PARALLEL_WORK {
+        return (tile, false);
+    }
+    // Even out the tiles over the threads' rounds.
+    let threads = rayon::current_num_threads().max(1);
+    let rounds = tiles.div_ceil(threads);
+    (pixels.div_ceil(rounds * threads).max(1), true)
+}
+
+/// im2col + GEMM over tiles of output pixels.
+fn patches_product<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KResult<()> {
+    let (tile, parallel) = tiling(g);
+    let run = |buffer: &mut Vec<T>, (t, chunk): (usize, &mut [T])| {
+        tile_product(g, x, filter, t * tile, chunk, buffer, !parallel)
+    };
+    if parallel {
+        out.par_chunks_mut(tile * g.o)
+            .enumerate()
+            .try_for_each_init(Vec::new, run)
+    } else {
+        let mut buffer = Vec::new();
+        out.chunks_mut(tile * g.o)
+            .enumerate()
+            .try_for_each(|item| run(&mut buffer, item))
+    }
+}
+
+/// The output rows of pixels `first..` (as many as `out` holds), group by group.
+fn tile_product<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    filter: &[T],
+    first: usize,
+    out: &mut [T],
+    buffer: &mut Vec<T>,
+    parallel: bool,
+) -> KResult<()> {
+    let rows = out.len() / g.o;
+    let depth = g.depth();
+    let go = g.o / g.groups;
+    for group in 0..g.groups {
+        im2col(g, x, group, first, rows, buffer);
+        let product = Product {
+            m: rows,
+            n: go,
+            k: depth,
+            a: Layout::rows(0, depth),
+            b: Layout::rows(group * go, g.o),
+            dst: Layout::rows(group * go, g.o),
+        };
+        T::product(&product, buffer, filter, out, parallel)?;
+    }
+    Ok(())
+}
+
+/// The patch matrix of pixels `first..first + rows` for `group`'s channels: a row per pixel,
+/// columns in filter order (kh, kw, channel), zeros where the window covers padding.
+fn im2col<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    group: usize,
+    first: usize,
+    rows: usize,
+    buffer: &mut Vec<T>,
+) {
+    let depth = g.depth();
+    buffer.clear();
+    buffer.resize(rows * depth, T::default());
+    let (oh, ow) = (g.rows.out, g.cols.out);
+    // With undilated columns and every channel in one group, a window row's taps are one
+    // contiguous run of the input.
+    let runs = g.cols.dilation == 1 && g.groups == 1;
+    for (r, row) in buffer.chunks_exact_mut(depth).enumerate() {
+        let p = first + r;
+        let (col, rest) = (p % ow, p / ow);
+        let (out_row, image) = (rest % oh, rest / oh);
+        for i in 0..g.kh {
+            let Some(ih) = g.rows.source(out_row, i, g.h) else {
+                continue;
+            };
+            let line = (image * g.h + ih) * g.w;
+            let dst = &mut row[i * g.kw * g.gi..(i + 1) * g.kw * g.gi];
+            if runs {
+                copy_run(g, x, line, col, dst);
+                continue;
+            }
+            for j in 0..g.kw {
+                if let Some(iw) = g.cols.source(col, j, g.w) {
+                    let src = (line + iw) * g.c + group * g.gi;
+                    dst[j * g.gi..(j + 1) * g.gi].copy_from_slice(&x[src..src + g.gi]);
+                }
+            }
+        }
+    }
+}
+
+/// Copies the in-bounds taps of one window row (undilated, all channels) in one run.
+fn copy_run<T: Num>(g: &Geometry, x: &[T], line: usize, col: usize, dst: &mut [T]) {
+    let Some(first) = (0..g.kw).find(|&j| g.cols.source(col, j, g.w).is_some()) else {
+        return;
+    };
+    let last = (first..g.kw)
+        .take_while(|&j| g.cols.source(col, j, g.w).is_some())
+        .last()
+        .unwrap_or(first);
+    let Some(iw) = g.cols.source(col, first, g.w) else {
+        return;
+    };
+    let len = (last + 1 - first) * g.c;
+    let src = (line + iw) * g.c;
+    dst[first * g.c..first * g.c + len].copy_from_slice(&x[src..src + len]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::nn::window::Padding;
+
+    fn spec(padding: Padding, stride: usize) -> Spec {
+        Spec {
+            channels_first: false,
+            strides: [stride; 2],
+            dilations: [1; 2],
+            padding,
+            explicit: [[0, 0]; 2],
+        }
+    }
+
+    /// A direct 4-deep loop, the definition of a (grouped) convolution.
+    fn reference(spec: &Spec, x: &Tensor, f: &Tensor) -> Vec<f64> {
+        let [n, h, w, c] = rank4(x.shape(), "x").unwrap();
+        let [kh, kw, gi, o] = rank4(f.shape(), "f").unwrap();
+        let [rows, cols] = spec.axes(h, w, [kh, kw]).unwrap();
+        let (xv, fv) = (x.values::<f64>().unwrap(), f.values::<f64>().unwrap());
+        let go = o / (c / gi);
+        let mut out = vec![];
+        for b in 0..n {
+            for oy in 0..rows.out {
+                for ox in 0..cols.out {
+                    for oc in 0..o {
+                        let mut s = 0.0;
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let (Some(y), Some(z)) =
+                                    (rows.source(oy, i, h), cols.source(ox, j, w))
+                                else {
+                                    continue;
+                                };
+                                for ci in 0..gi {
+                                    let ic = (oc / go) * gi + ci;
+                                    s += xv[((b * h + y) * w + z) * c + ic]
+                                        * fv[((i * kw + j) * gi + ci) * o + oc];
+                                }
+                            }
+                        }
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn tensor(shape: &[usize], seed: u64) -> Tensor {
+        let count = shape.iter().product::<usize>() as u64;
+        let values = (0..count)
+            .map(|i| ((i * 7919 + seed * 104729) % 23) as f64 / 8.0 - 1.0)
+            .collect();
+        Tensor::from_vec(shape.to_vec(), values)
+    }
+
+    #[test]
+    fn tiled_parallel_and_grouped_products_match_the_definition() {
+        let cases: [(&[usize], &[usize], Padding, usize); 4] = [
+            (&[2, 40, 30, 8], &[3, 3, 8, 16], Padding::Same, 1),
+            (&[1, 33, 31, 6], &[5, 3, 3, 4], Padding::Valid, 2),
+            (&[2, 9, 9, 4], &[1, 1, 4, 8], Padding::Same, 1),
+            (&[1, 7, 7, 6], &[3, 3, 1, 12], Padding::Same, 2),
+        ];
+        for (xs, fs, padding, stride) in cases {
+            let (x, f) = (tensor(xs, 1), tensor(fs, 2));
+            let spec = spec(padding, stride);
+            let ours = conv(&spec, &x, &f).unwrap();
+            let want = reference(&spec, &x, &f);
+            let got = ours.values::<f64>().unwrap();
+            assert_eq!(got.len(), want.len());
+            for (a, b) in got.iter().zip(&want) {
+                assert!((a - b).abs() < 1e-9, "{xs:?} {fs:?}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn mismatched_dtypes_and_ranks_are_errors() {
+        let spec = spec(Padding::Same, 1);
+        let x = tensor(&[1, 3, 3, 2], 1);
+        let f32_filter = Tensor::from_vec(vec![1, 1, 2, 1], vec![1.0f32, 2.0]);
+        assert!(conv(&spec, &x, &f32_filter).is_err());
+        assert!(conv(&spec, &tensor(&[3, 3, 2], 1), &tensor(&[1, 1, 2, 1], 1)).is_err());
+    }
+}

@@ -1,0 +1,299 @@
+//! Matrix products over strided views of flat buffers. f32 and f64 go to the `gemm` crate
+//! (blocked, SIMD, multithreaded through rayon for large products); other element types
+//! (integers, complex) to a plain loop, which only small graphs use. This is the nn family's
+//! one module with `unsafe`: the crate takes raw pointers, so every call first checks that
+//! each element the product reads or writes lies inside its slice.
+
+use rayon::prelude::*;
+
+use crate::engine::kernel::{fail, KResult};
+use crate::kernels::nn::num::Num;
+
+/// Where a matrix's element (i, j) lives in a flat buffer: `offset + i * rs + j * cs`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Layout {
+    pub offset: usize,
+    pub rs: usize,
+    pub cs: usize,
+}
+
+impl Layout {
+    /// A row-major matrix with `cols` columns starting at `offset`.
+    pub fn rows(offset: usize, cols: usize) -> Self {
+        Self {
+            offset,
+            rs: cols,
+            cs: 1,
+        }
+    }
+
+    /// The same matrix read transposed.
+    pub fn t(self) -> Self {
+        Self {
+            offset: self.offset,
+            rs: self.cs,
+            cs: self.rs,
+        }
+    }
+
+    /// The index of the last element of a `rows` × `cols` view (both non-zero), if it fits.
+    fn last(&self, rows: usize, cols: usize) -> Option<usize> {
+        let down = (rows - 1).checked_mul(self.rs)?;
+        let across = (cols - 1).checked_mul(self.cs)?;
+        self.offset.checked_add(down)?.checked_add(across)
+    }
+}
+
+/// `dst (m × n) = a (m × k) × b (k × n)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Product {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: Layout,
+    pub b: Layout,
+    pub dst: Layout,
+}
+
+impl Product {
+    /// Checks that the product stays inside its buffers and writes each element of `dst`
+    /// once (distinct (i, j) never share a position), so no write races another.
+    fn check(&self, a: usize, b: usize, dst: usize) -> KResult<()> {
+        if self.m == 0 || self.n == 0 {
+            return Ok(());
+        }
+        let inside = |layout: &Layout, rows, cols, len| {
+            rows == 0 || cols == 0 || layout.last(rows, cols).is_some_and(|last| last < len)
+        };
+        let d = &self.dst;
+        let mut dims = [(d.rs, self.m), (d.cs, self.n)];
+        dims.sort_unstable();
+        let [(small, small_count), (big, big_count)] = dims;
+        let distinct = (small >= 1 || small_count == 1)
+            && (big_count == 1 || small.checked_mul(small_count).is_some_and(|s| big >= s));
+        if inside(&self.a, self.m, self.k, a)
+            && inside(&self.b, self.k, self.n, b)
+            && inside(d, self.m, self.n, dst)
+            && distinct
+        {
+            Ok(())
+        } else {
+            Err(fail(format!(
+                "internal: matrix product {self:?} leaves its buffers"
+            )))
+        }
+    }
+
+    fn dst_index(&self, i: usize, j: usize) -> usize {
+        self.dst.offset + i * self.dst.rs + j * self.dst.cs
+    }
+}
+
+/// The product by a plain loop (every element type; integer arithmetic wraps).
+pub fn fallback<T: Num>(p: &Product, a: &[T], b: &[T], dst: &mut [T]) -> KResult<()> {
+    p.check(a.len(), b.len(), dst.len())?;
+    if p.m == 0 || p.n == 0 {
+        return Ok(());
+    }
+    for i in 0..p.m {
+        for j in 0..p.n {
+            dst[p.dst_index(i, j)] = T::default();
+        }
+        for q in 0..p.k {
+            let x = a[p.a.offset + i * p.a.rs + q * p.a.cs];
+            for j in 0..p.n {
+                let y = b[p.b.offset + q * p.b.rs + j * p.b.cs];
+                let d = p.dst_index(i, j);
+                dst[d] = dst[d].add(x.mul(y));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The element types the gemm crate multiplies.
+pub trait Fast: Num {
+    const ONE: Self;
+}
+
+impl Fast for f32 {
+    const ONE: Self = 1.0;
+}
+
+impl Fast for f64 {
+    const ONE: Self = 1.0;
+}
+
+fn stride(s: usize) -> KResult<isize> {
+    isize::try_from(s).map_err(|_| fail(format!("stride {s} is too large")))
+}
+
+/// The product through the gemm crate; `parallel` lets it use rayon's threads (it stays on
+/// the calling thread below its own size threshold).
+pub fn fast<T: Fast>(p: &Product, a: &[T], b: &[T], dst: &mut [T], parallel: bool) -> KResult<()> {
+    p.check(a.len(), b.len(), dst.len())?;
+    if p.m == 0 || p.n == 0 {
+        return Ok(());
+    }
+    if p.k == 0 {
+        for i in 0..p.m {
+            for j in 0..p.n {
+                dst[p.dst_index(i, j)] = T::default();
+            }
+        }
+        return Ok(());
+    }
+    let (a, b, d) = (&a[p.a.offset..], &b[p.b.offset..], &mut dst[p.dst.offset..]);
+    let parallelism = if parallel {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    let (drs, dcs) = (stride(p.dst.rs)?, stride(p.dst.cs)?);
+    let (ars, acs) = (stride(p.a.rs)?, stride(p.a.cs)?);
+    let (brs, bcs) = (stride(p.b.rs)?, stride(p.b.cs)?);
+    // SAFETY: `check` proved that every (i, q) of a, (q, j) of b and (i, j) of dst, offset
+    // and strided as given, indexes inside the slices (sliced at their offsets here), and that
+    // distinct (i, j) write distinct elements of dst; the slices are borrowed for the call, so
+    // nothing else reads or writes them meanwhile. T is f32 or f64, which gemm supports; with
+    // read_dst false it never reads dst.
+    unsafe {
+        gemm::gemm(
+            p.m,
+            p.n,
+            p.k,
+            d.as_mut_ptr(),
+            dcs,
+            drs,
+            false,
+            a.as_ptr(),
+            acs,
+            ars,
+            b.as_ptr(),
+            bcs,
+            brs,
+            T::default(),
+            T::ONE,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+    Ok(())
+}
+
+/// Products at least this large (m·n·k summed over a batch) use more than one thread.
+pub const PARALLEL_WORK: usize = 1 << 18;
+
+/// A batch of products of one shape: product `i` reads `a` at `a_offsets[i]` and `b` at
+/// `b_offsets[i]` (plus the layouts' own offsets) and writes chunk `i` of `dst`, `m · n`
+/// elements laid out by `dst_layout` (offset 0).
+pub struct Batch<'a> {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: Layout,
+    pub b: Layout,
+    pub dst: Layout,
+    pub a_offsets: &'a [usize],
+    pub b_offsets: &'a [usize],
+}
+
+impl Batch<'_> {
+    /// Runs every product: across threads, one product each, when there are many large
+    /// enough to share; else in order, each product free to use threads itself.
+    pub fn run<T: Num>(&self, a: &[T], b: &[T], dst: &mut [T]) -> KResult<()> {
+        let size = self.m * self.n;
+        if size == 0 {
+            return Ok(());
+        }
+        let count = self.a_offsets.len().min(self.b_offsets.len());
+        let work = size.saturating_mul(self.k).saturating_mul(count);
+        let one = |i: usize, chunk: &mut [T], parallel: bool| {
+            let product = Product {
+                m: self.m,
+                n: self.n,
+                k: self.k,
+                a: Layout {
+                    offset: self.a.offset.saturating_add(self.a_offsets[i]),
+                    ..self.a
+                },
+                b: Layout {
+                    offset: self.b.offset.saturating_add(self.b_offsets[i]),
+                    ..self.b
+                },
+                dst: self.dst,
+            };
+            T::product(&product, a, b, chunk, parallel)
+        };
+        if count > 1 && work >= PARALLEL_WORK {
+            dst.par_chunks_mut(size)
+                .take(count)
+                .enumerate()
+                .try_for_each(|(i, chunk)| one(i, chunk, false))
+        } else {
+            dst.chunks_mut(size)
+                .take(count)
+                .enumerate()
+                .try_for_each(|(i, chunk)| one(i, chunk, true))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn product(m: usize, n: usize, k: usize) -> Product {
+        Product {
+            m,
+            n,
+            k,
+            a: Layout::rows(0, k),
+            b: Layout::rows(0, n),
+            dst: Layout::rows(0, n),
+        }
+    }
+
+    #[test]
+    fn fast_and_fallback_agree_on_strided_views() {
+        let a: Vec<f64> = (0..12).map(f64::from).collect();
+        let b: Vec<f64> = (0..12).map(|x| f64::from(x) * 0.5 - 2.0).collect();
+        // a read transposed (4 × 3 stored, 3 × 4 used), b as stored (4 × 3).
+        let p = Product {
+            a: Layout::rows(0, 3).t(),
+            ..product(3, 3, 4)
+        };
+        let mut x = vec![0.0; 9];
+        let mut y = vec![0.0; 9];
+        fast(&p, &a, &b, &mut x, true).unwrap();
+        fallback(&p, &a, &b, &mut y).unwrap();
+        assert_eq!(x, y);
+        assert_eq!(x[0], 0.0 * -2.0 + 3.0 * -0.5 + 6.0 * 1.0 + 9.0 * 2.5);
+    }
+
+    #[test]
+    fn out_of_bounds_and_overlapping_views_are_errors() {
+        let a = vec![1.0f32; 6];
+        let mut d = vec![0.0f32; 4];
+        assert!(fast(&product(2, 2, 3), &a, &a[..5], &mut d, false).is_err());
+        let overlapping = Product {
+            dst: Layout {
+                offset: 0,
+                rs: 1,
+                cs: 1,
+            },
+            ..product(2, 2, 3)
+        };
+        assert!(fast(&overlapping, &a, &a, &mut d, false).is_err());
+        assert!(fallback(&overlapping, &a, &a, &mut d).is_err());
+    }
+
+    #[test]
+    fn empty_inner_dimension_gives_zeros() {
+        let mut d = vec![7.0f32; 4];
+        fast(&product(2, 2, 0), &[], &[], &mut d, false).unwrap();
+        assert_eq!(d, vec![0.0; 4]);
+    }
+}

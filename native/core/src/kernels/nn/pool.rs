@@ -1,0 +1,369 @@
+//! MaxPool, MaxPoolV2 (ksize and strides as inputs) and AvgPool: direct loops over NHWC, a
+//! row of channels at a time, output rows spread over threads when the work is large. Max
+//! pooling starts from the dtype's lowest finite value and keeps an element only if it
+//! compares greater (so NaNs are skipped, as TensorFlow's are); average pooling divides by
+//! the number of input (not padding) elements a window covers. MaxPool also pools across
+//! channels (a depth window equal to its stride).
+
+use rayon::prelude::*;
+
+use crate::dtype::DType;
+use crate::engine::attrs::Attrs;
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
+use crate::kernels::nn::gemm::PARALLEL_WORK;
+use crate::kernels::nn::layout::{to_nchw, to_nhwc};
+use crate::kernels::nn::num::{run_float, run_real, Float, FloatOp, Real, RealOp, FLOATS};
+use crate::kernels::nn::window::{channels_first, nhwc, padding, rank4, split, Axis, Spec};
+use crate::kernels::util::{int_values, make};
+use crate::tensor::{element_count, Storage, Tensor};
+
+const MAX_TYPES: [DType; 12] = [
+    DType::Float16,
+    DType::BFloat16,
+    DType::Float32,
+    DType::Float64,
+    DType::Int8,
+    DType::Int16,
+    DType::Int32,
+    DType::Int64,
+    DType::UInt8,
+    DType::UInt16,
+    DType::UInt32,
+    DType::UInt64,
+];
+
+/// Validated pooling attrs: a spatial window, or (max pooling) a window across channels.
+#[derive(Clone, Debug)]
+struct Pool {
+    spec: Spec,
+    window: [usize; 2],
+    /// The channel window (1 for spatial pooling).
+    depth: usize,
+}
+
+fn pool_spec(ksize: &[i64], strides: &[i64], attrs: &Attrs, max: bool) -> Result<Pool, String> {
+    let channels_first = channels_first(attrs)?;
+    let k = split(ksize, channels_first, "Sliding window ksize")?;
+    let s = split(strides, channels_first, "Sliding window strides")?;
+    if k.iter().any(|&v| v <= 0) {
+        return Err(format!(
+            "Sliding window ksize must be positive. The specified or inferred ksize is: \
+             {ksize:?}"
+        ));
+    }
+    if s.iter().any(|&v| v <= 0) {
+        return Err(format!("Stride must be > 0, but got {strides:?}"));
+    }
+    if k[0] != 1 || s[0] != 1 {
+        return Err("Pooling is not yet supported on the batch dimension.".into());
+    }
+    let (padding, explicit) = padding(attrs, channels_first)?;
+    let size = |v: i64| usize::try_from(v).map_err(|_| format!("{v} is too large"));
+    let mut pool = Pool {
+        spec: Spec {
+            channels_first,
+            strides: [size(s[1])?, size(s[2])?],
+            dilations: [1, 1],
+            padding,
+            explicit,
+        },
+        window: [size(k[1])?, size(k[2])?],
+        depth: 1,
+    };
+    if k[3] == 1 && s[3] == 1 {
+        return Ok(pool);
+    }
+    if !max {
+        return Err("Non-spatial pooling is not yet supported.".into());
+    }
+    if pool.window != [1, 1] || pool.spec.strides != [1, 1] {
+        return Err(
+            "MaxPooling supports exactly one of pooling across depth or pooling \
+                    across width/height."
+                .into(),
+        );
+    }
+    if k[3] != s[3] {
+        return Err(
+            "Depthwise max pooling requires the depth window to equal the depth stride.".into(),
+        );
+    }
+    pool.depth = size(k[3])?;
+    Ok(pool)
+}
+
+pub fn max_pool(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let pool = pool_spec(
+        &node.attrs.ints("ksize")?,
+        &node.attrs.ints("strides")?,
+        &node.attrs,
+        true,
+    )?;
+    Ok(boxed(move |_, inputs| {
+        one(max_pool_tensor(&pool, &*tensor_input(inputs, 0)?)?)
+    }))
+}
+
+pub fn max_pool_v2(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let map = node.attrs.map().clone();
+    // Padding and data_format are checked now; ksize and strides on each call.
+    pool_spec(&[1, 1, 1, 1], &[1, 1, 1, 1], &node.attrs, true)?;
+    Ok(boxed(move |_, inputs| {
+        let attrs = Attrs::new(&map);
+        let vector = |i: usize, what: &str| -> KResult<Vec<i64>> {
+            let t = tensor_input(inputs, i)?;
+            if t.rank() != 1 || t.len() != 4 {
+                return Err(fail(format!(
+                    "Sliding window {what} field must specify 4 dimensions"
+                )));
+            }
+            int_values(&t, what)
+        };
+        let pool =
+            pool_spec(&vector(1, "ksize")?, &vector(2, "strides")?, &attrs, true).map_err(fail)?;
+        one(max_pool_tensor(&pool, &*tensor_input(inputs, 0)?)?)
+    }))
+}
+
+pub fn avg_pool(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let pool = pool_spec(
+        &node.attrs.ints("ksize")?,
+        &node.attrs.ints("strides")?,
+        &node.attrs,
+        false,
+    )?;
+    Ok(boxed(move |_, inputs| {
+        let x = tensor_input(inputs, 0)?;
+        let (g, out_shape) = geometry(&pool, &x, "value")?;
+        let call = Call { g, pool: &pool };
+        one(make(
+            out_shape,
+            run_float(&call, &[&x], &FLOATS, "AvgPool")?,
+        )?)
+    }))
+}
+
+fn max_pool_tensor(pool: &Pool, x: &Tensor) -> KResult<Tensor> {
+    let (g, out_shape) = geometry(pool, x, "input")?;
+    let call = Call { g, pool };
+    let storage = run_real(&call, &[x], &MAX_TYPES, "MaxPool")?;
+    make(out_shape, finite_halves(storage))
+}
+
+/// Half-type results that rounded the f32 lowest value to -inf hold the type's own lowest
+/// finite value instead (a max pool never yields -inf).
+fn finite_halves(storage: Storage) -> Storage {
+    let fix = |mut v: Vec<u16>, minus_inf: u16, lowest: u16| {
+        v.iter_mut()
+            .filter(|b| **b == minus_inf)
+            .for_each(|b| *b = lowest);
+        v
+    };
+    match storage {
+        Storage::Float16(v) => Storage::Float16(fix(v, 0xfc00, 0xfbff)),
+        Storage::BFloat16(v) => Storage::BFloat16(fix(v, 0xff80, 0xff7f)),
+        other => other,
+    }
+}
+
+/// The shapes of one pooling, NHWC.
+#[derive(Clone, Copy)]
+struct Geometry {
+    input: [usize; 4],
+    out: [usize; 4],
+    axes: [Axis; 2],
+    /// The input shape as stored (NCHW or NHWC).
+    stored: [usize; 4],
+}
+
+/// The pooling's geometry and its output shape as stored.
+fn geometry(pool: &Pool, x: &Tensor, what: &str) -> KResult<(Geometry, Vec<usize>)> {
+    let stored = rank4(x.shape(), what)?;
+    let input = nhwc(stored, pool.spec.channels_first);
+    let [n, h, w, c] = input;
+    if c % pool.depth != 0 {
+        return Err(fail(format!(
+            "Depthwise max pooling requires the depth window to evenly divide the input \
+             depth {c}"
+        )));
+    }
+    let axes = if pool.depth > 1 {
+        [unit(h), unit(w)]
+    } else {
+        pool.spec.axes(h, w, pool.window)?
+    };
+    let out = [n, axes[0].out, axes[1].out, c / pool.depth];
+    element_count(&out).ok_or_else(|| fail(format!("output shape {out:?} is too large")))?;
+    let shape = if pool.spec.channels_first {
+        vec![out[0], out[3], out[1], out[2]]
+    } else {
+        out.to_vec()
+    };
+    Ok((
+        Geometry {
+            input,
+            out,
+            axes,
+            stored,
+        },
+        shape,
+    ))
+}
+
+/// The identity window of depth pooling along a spatial axis.
+fn unit(size: usize) -> Axis {
+    Axis {
+        window: 1,
+        stride: 1,
+        dilation: 1,
+        before: 0,
+        out: size,
+    }
+}
+
+struct Call<'a> {
+    g: Geometry,
+    pool: &'a Pool,
+}
+
+impl Call<'_> {
+    /// Runs `pixel` for every output pixel (NHWC) over the NHWC input, in and out of NCHW.
+    fn each_pixel<T: Copy + Default + Send + Sync>(
+        &self,
+        x: &[T],
+        pixel: impl Fn(&[T], usize, usize, &mut [T]) + Sync,
+    ) -> Vec<T> {
+        let g = &self.g;
+        let transposed;
+        let x = if self.pool.spec.channels_first {
+            transposed = to_nhwc(x, g.stored);
+            &transposed
+        } else {
+            x
+        };
+        let [_, _, ow, oc] = g.out;
+        let mut out = vec![T::default(); g.out.iter().product()];
+        let row_len = ow * oc;
+        if row_len > 0 {
+            let body = |(r, row): (usize, &mut [T])| {
+                for (ox, acc) in row.chunks_exact_mut(oc).enumerate() {
+                    pixel(x, r, ox, acc);
+                }
+            };
+            let [kh, kw] = self.pool.window;
+            if out.len().saturating_mul(kh * kw) >= PARALLEL_WORK && out.len() > row_len {
+                out.par_chunks_mut(row_len).enumerate().for_each(body);
+            } else {
+                out.chunks_mut(row_len).enumerate().for_each(body);
+            }
+        }
+        if self.pool.spec.channels_first {
+            to_nchw(&out, g.out)
+        } else {
+            out
+        }
+    }
+
+    /// The input pixels (as channel slices) of output pixel (row `r` = image·oh + oy, `ox`).
+    fn window<'x, T>(&self, x: &'x [T], r: usize, ox: usize) -> impl Iterator<Item = &'x [T]> {
+        let [_, h, w, c] = self.g.input;
+        let [rows, cols] = self.g.axes;
+        let oh = rows.out.max(1);
+        let (image, oy) = (r / oh, r % oh);
+        (0..rows.window)
+            .filter_map(move |i| rows.source(oy, i, h))
+            .flat_map(move |ih| {
+                (0..cols.window)
+                    .filter_map(move |j| cols.source(ox, j, w))
+                    .map(move |iw| ((image * h + ih) * w + iw) * c)
+            })
+            .filter_map(move |start| x.get(start..start + c))
+    }
+}
+
+impl RealOp for Call<'_> {
+    fn run<T: Real>(&self, inputs: &[&[T]]) -> KResult<Vec<T>> {
+        let [x] = inputs else {
+            return Err(fail("MaxPool takes 1 input"));
+        };
+        let depth = self.pool.depth;
+        Ok(self.each_pixel(x, |x, r, ox, acc| {
+            acc.fill(T::LOWEST);
+            for pixel in self.window(x, r, ox) {
+                if depth > 1 {
+                    for (a, group) in acc.iter_mut().zip(pixel.chunks_exact(depth)) {
+                        for &v in group {
+                            if v > *a {
+                                *a = v;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                for (a, &v) in acc.iter_mut().zip(pixel) {
+                    if v > *a {
+                        *a = v;
+                    }
+                }
+            }
+        }))
+    }
+}
+
+impl FloatOp for Call<'_> {
+    fn run<T: Float>(&self, inputs: &[&[T]]) -> KResult<Vec<T>> {
+        let [x] = inputs else {
+            return Err(fail("AvgPool takes 1 input"));
+        };
+        Ok(self.each_pixel(x, |x, r, ox, acc| {
+            let mut count = 0usize;
+            for pixel in self.window(x, r, ox) {
+                count += 1;
+                for (a, &v) in acc.iter_mut().zip(pixel) {
+                    *a = a.add(v);
+                }
+            }
+            let divisor = T::from_f64(count as f64);
+            for a in acc.iter_mut() {
+                *a = *a / divisor;
+            }
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::nn::window::Padding;
+
+    fn pool(window: usize, stride: usize) -> Pool {
+        Pool {
+            spec: Spec {
+                channels_first: false,
+                strides: [stride; 2],
+                dilations: [1, 1],
+                padding: Padding::Same,
+                explicit: [[0, 0]; 2],
+            },
+            window: [window; 2],
+            depth: 1,
+        }
+    }
+
+    #[test]
+    fn same_padding_averages_valid_elements_only() {
+        let x = Tensor::from_vec(vec![1, 2, 2, 1], vec![1.0f32, 2.0, 3.0, 4.0]);
+        let p = pool(2, 1);
+        let (g, shape) = geometry(&p, &x, "x").unwrap();
+        let out = run_float(&Call { g, pool: &p }, &[&x], &FLOATS, "AvgPool").unwrap();
+        assert_eq!(shape, vec![1, 2, 2, 1]);
+        assert_eq!(out, Storage::Float32(vec![2.5, 3.0, 3.5, 4.0]));
+    }
+
+    #[test]
+    fn max_pool_skips_nan_and_starts_at_lowest() {
+        let x = Tensor::from_vec(vec![1, 1, 2, 1], vec![f32::NAN, f32::NEG_INFINITY]);
+        let out = max_pool_tensor(&pool(1, 1), &x).unwrap();
+        assert_eq!(out.values::<f32>().unwrap(), &[f32::MIN, f32::MIN]);
+    }
+}
