@@ -1,5 +1,54 @@
-//! The math kernels.
+//! The math kernels: elementwise unary and binary ops with broadcasting, casts, selection,
+//! activations, softmax and its losses, reductions, scans and top-k.
 
+mod binary;
+mod broadcast;
+mod cast;
+mod compare;
+mod num;
+mod select;
+mod unary;
+
+use crate::engine::kernel::{fail, KResult};
 use crate::engine::Registry;
+use crate::tensor::Tensor;
 
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    unary::register(r);
+    binary::register(r);
+    compare::register(r);
+    cast::register(r);
+    select::register(r);
+}
+
+/// The error for a dtype an op has no kernel for.
+fn unsupported(op: &str, t: &Tensor) -> KResult<Tensor> {
+    Err(fail(format!("{op} does not support {} inputs", t.dtype())))
+}
+
+/// Registers `$op` as a one-input op computing `$f(&Tensor) -> KResult<Tensor>`.
+macro_rules! register_unary {
+    ($r:expr, $op:expr, $f:path) => {
+        $r.add($op, |_spec| {
+            Ok($crate::engine::kernel::boxed(|_ctx, inputs| {
+                let t = $crate::engine::kernel::tensor_input(inputs, 0)?;
+                $crate::engine::kernel::one($f(&t)?)
+            }))
+        })
+    };
+}
+
+/// Registers `$op` as a two-input op computing `$f(&Tensor, &Tensor) -> KResult<Tensor>`.
+macro_rules! register_binary {
+    ($r:expr, $op:expr, $f:path) => {
+        $r.add($op, |_spec| {
+            Ok($crate::engine::kernel::boxed(|_ctx, inputs| {
+                let a = $crate::engine::kernel::tensor_input(inputs, 0)?;
+                let b = $crate::engine::kernel::tensor_input(inputs, 1)?;
+                $crate::engine::kernel::one($f(&a, &b)?)
+            }))
+        })
+    };
+}
+
+use {register_binary, register_unary};
