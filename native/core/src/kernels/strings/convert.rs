@@ -1,0 +1,346 @@
+//! Numbers to strings and back: AsString (a printf format built from the attrs) and
+//! StringToNumber (absl's SimpleAtof/SimpleAtoi grammar).
+
+use super::printf::{self, Notation, Spec};
+use super::{strings, strings_tensor, Made};
+use crate::dtype::DType;
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec, Registry};
+use crate::kernels::util::half_to_f32;
+use crate::tensor::{Storage, Tensor};
+
+pub fn register(r: &mut Registry) {
+    r.add("AsString", as_string);
+    r.add("StringToNumber", string_to_number);
+}
+
+/// AsString's format, checked once per node as TensorFlow's kernel constructor does.
+#[derive(Clone, Copy)]
+struct Format {
+    spec: Spec,
+    notation: Notation,
+    /// Whether a width was given (strings are passed through without one).
+    padded: bool,
+}
+
+fn as_string_format(node: &NodeSpec) -> Result<Format, String> {
+    let a = &node.attrs;
+    let dtype = a.dtype("T")?;
+    let precision = a.int_or("precision", -1)?;
+    let scientific = a.bool_or("scientific", false)?;
+    let shortest = a.bool_or("shortest", false)?;
+    let width = a.int_or("width", -1)?;
+    let fill = a.bytes("fill").unwrap_or_default();
+    if scientific && shortest {
+        return Err("Cannot select both scientific and shortest notation".into());
+    }
+    if fill.len() > 1 {
+        return Err("Fill string must be one or fewer characters".into());
+    }
+    let flag = fill.first().copied();
+    if let Some(f) = flag.filter(|f| !b" +-0#".contains(f)) {
+        return Err(format!("Fill argument not supported: \"{}\"", f as char));
+    }
+    let integral = matches!(
+        dtype,
+        DType::Bool
+            | DType::Int8
+            | DType::Int16
+            | DType::Int32
+            | DType::Int64
+            | DType::UInt8
+            | DType::UInt16
+            | DType::UInt32
+            | DType::UInt64
+    );
+    if integral && precision > -1 {
+        return Err(format!("precision not supported for datatype {dtype}"));
+    }
+    if integral && (scientific || shortest) {
+        return Err(format!(
+            "scientific and shortest format not supported for datatype {dtype}"
+        ));
+    }
+    Ok(Format {
+        spec: Spec {
+            flag,
+            width: usize::try_from(width).unwrap_or(0),
+            precision: usize::try_from(precision).ok(),
+        },
+        notation: if shortest {
+            Notation::General
+        } else if scientific {
+            Notation::Scientific
+        } else {
+            Notation::Fixed
+        },
+        padded: width > -1,
+    })
+}
+
+fn as_string(node: &NodeSpec) -> Made {
+    let format = as_string_format(node)?;
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        one(strings_tensor(t.shape().to_vec(), texts(&t, &format)?)?)
+    }))
+}
+
+/// Floats as TensorFlow's printf sees them: values subnormal in float32 (or float64) read as
+/// zeros of their sign, since TensorFlow runs its kernels with denormals-are-zero set.
+fn flush32(x: f32) -> f64 {
+    if x != 0.0 && x.abs() < f32::MIN_POSITIVE {
+        0f64.copysign(f64::from(x))
+    } else {
+        f64::from(x)
+    }
+}
+
+fn flush64(x: f64) -> f64 {
+    if x != 0.0 && x.abs() < f64::MIN_POSITIVE {
+        0f64.copysign(x)
+    } else {
+        x
+    }
+}
+
+fn texts(t: &Tensor, f: &Format) -> KResult<Vec<Vec<u8>>> {
+    let float = |x: f64| printf::float(x, &f.spec, f.notation).into_bytes();
+    let signed = |x: i64| printf::signed(x, &f.spec).into_bytes();
+    let unsigned = |x: u64| printf::unsigned(x, &f.spec).into_bytes();
+    let complex = |re: f64, im: f64| {
+        format!(
+            "({},{})",
+            printf::float(re, &f.spec, f.notation),
+            printf::float(im, &f.spec, f.notation)
+        )
+        .into_bytes()
+    };
+    Ok(match t.storage() {
+        Storage::Float16(_) | Storage::BFloat16(_) => half_to_f32(t)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|x| float(flush32(x)))
+            .collect(),
+        Storage::Float32(v) => v.iter().map(|&x| float(flush32(x))).collect(),
+        Storage::Float64(v) => v.iter().map(|&x| float(flush64(x))).collect(),
+        Storage::Int8(v) => v.iter().map(|&x| signed(x.into())).collect(),
+        Storage::Int16(v) => v.iter().map(|&x| signed(x.into())).collect(),
+        Storage::Int32(v) => v.iter().map(|&x| signed(x.into())).collect(),
+        Storage::Int64(v) => v.iter().map(|&x| signed(x)).collect(),
+        Storage::UInt8(v) => v.iter().map(|&x| unsigned(x.into())).collect(),
+        Storage::UInt16(v) => v.iter().map(|&x| unsigned(x.into())).collect(),
+        Storage::UInt32(v) => v.iter().map(|&x| unsigned(x.into())).collect(),
+        Storage::UInt64(v) => v.iter().map(|&x| unsigned(x)).collect(),
+        Storage::Bool(v) => v
+            .iter()
+            .map(|&x| {
+                if x {
+                    b"true".to_vec()
+                } else {
+                    b"false".to_vec()
+                }
+            })
+            .collect(),
+        Storage::Complex64(v) => v
+            .iter()
+            .map(|&[re, im]| complex(flush32(re), flush32(im)))
+            .collect(),
+        Storage::Complex128(v) => v
+            .iter()
+            .map(|&[re, im]| complex(flush64(re), flush64(im)))
+            .collect(),
+        Storage::String(v) if f.padded => v.iter().map(|s| printf::string(s, &f.spec)).collect(),
+        Storage::String(v) => v.clone(),
+    })
+}
+
+fn string_to_number(node: &NodeSpec) -> Made {
+    let dtype = node.attrs.dtype("out_type").unwrap_or(DType::Float32);
+    if !matches!(
+        dtype,
+        DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64
+    ) {
+        return Err(format!("out_type {dtype} is not supported"));
+    }
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let texts = strings(&t, "string_tensor")?;
+        let shape = t.shape().to_vec();
+        one(match dtype {
+            DType::Float32 => Tensor::from_vec(shape, parse_all(texts, parse_f32)?),
+            DType::Float64 => Tensor::from_vec(shape, parse_all(texts, parse_f64)?),
+            DType::Int32 => Tensor::from_vec(shape, parse_all(texts, parse_int::<i32>)?),
+            _ => Tensor::from_vec(shape, parse_all(texts, parse_int::<i64>)?),
+        })
+    }))
+}
+
+fn parse_all<T>(texts: &[Vec<u8>], parse: fn(&[u8]) -> Option<T>) -> KResult<Vec<T>> {
+    texts
+        .iter()
+        .map(|s| {
+            parse(s).ok_or_else(|| {
+                fail(format!(
+                    "StringToNumberOp could not correctly convert string: {}",
+                    String::from_utf8_lossy(s)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `s` without the ASCII whitespace around it, as text.
+fn trimmed(s: &[u8]) -> Option<&str> {
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    let start = s.iter().position(|b| !space(b))?;
+    let end = s.iter().rposition(|b| !space(b))? + 1;
+    std::str::from_utf8(&s[start..end]).ok()
+}
+
+/// An integer: surrounding whitespace, an optional sign, decimal digits, in range.
+pub(super) fn parse_int<T: std::str::FromStr>(s: &[u8]) -> Option<T> {
+    let text = trimmed(s)?;
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A float as absl's SimpleAtof reads it: decimal or hexadecimal notation, inf, infinity or
+/// nan in any case, with whitespace around.
+enum Float<'a> {
+    Decimal(&'a str),
+    Hex(f64),
+}
+
+fn float_text(s: &[u8]) -> Option<Float<'_>> {
+    let text = trimmed(s)?;
+    let (negative, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let lower = body.to_ascii_lowercase();
+    if ["inf", "infinity", "nan"].contains(&lower.as_str()) || decimal(body) {
+        return Some(Float::Decimal(text));
+    }
+    let hex = lower.strip_prefix("0x")?;
+    let value = hex_value(hex)?;
+    Some(Float::Hex(if negative { -value } else { value }))
+}
+
+/// Whether `s` is `digits[.digits][e[sign]digits]` or `.digits[e...]`.
+fn decimal(s: &str) -> bool {
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok =
+        digits(whole) && digits(fraction) && !(whole.is_empty() && fraction.is_empty());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    mantissa_ok && exponent_ok
+}
+
+/// The value of hexadecimal `h[.h][p[sign]d]` (after `0x`), rounded once to f64: up to 60
+/// bits of mantissa are kept, and any nonzero digit past them sets a sticky low bit.
+fn hex_value(s: &str) -> Option<f64> {
+    let (mantissa, exponent) = match s.find('p') {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let mut bits: u64 = 0;
+    let mut scale: i64 = 0;
+    let mut sticky = false;
+    for (i, c) in whole.chars().chain(fraction.chars()).enumerate() {
+        let d = u64::from(c.to_digit(16)?);
+        let in_fraction = i >= whole.len();
+        if bits >> 56 == 0 {
+            bits = bits << 4 | d;
+            scale -= if in_fraction { 4 } else { 0 };
+        } else {
+            sticky |= d != 0;
+            scale += if in_fraction { 0 } else { 4 };
+        }
+    }
+    let exp: i64 = match exponent {
+        Some(e) => {
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            e.parse::<i64>().unwrap_or(if e.starts_with('-') {
+                -100_000
+            } else {
+                100_000
+            })
+        }
+        None => 0,
+    };
+    let m = (bits | u64::from(sticky)) as f64;
+    let e = (exp + scale).clamp(-100_000, 100_000) as i32;
+    // Two steps so an exponent past f64's range in one factor does not overflow early.
+    Some(m * 2f64.powi(e / 2) * 2f64.powi(e - e / 2))
+}
+
+pub(super) fn parse_f64(s: &[u8]) -> Option<f64> {
+    match float_text(s)? {
+        Float::Decimal(t) => t.parse().ok(),
+        Float::Hex(v) => Some(v),
+    }
+}
+
+pub(super) fn parse_f32(s: &[u8]) -> Option<f32> {
+    match float_text(s)? {
+        Float::Decimal(t) => t.parse().ok(),
+        Float::Hex(v) => Some(v as f32),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_follow_simple_atof() {
+        assert_eq!(parse_f64(b" 2.5 "), Some(2.5));
+        assert_eq!(parse_f64(b"-0x1.8p1"), Some(-3.0));
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b".5e1"), Some(5.0));
+        assert_eq!(parse_f64(b"1."), Some(1.0));
+        assert_eq!(parse_f64(b"INFINITY"), Some(f64::INFINITY));
+        assert!(parse_f64(b"-NaN").is_some_and(f64::is_nan));
+        for bad in [
+            &b"1_000"[..],
+            b"",
+            b"1e",
+            b"--1",
+            b".",
+            b"0x",
+            b"1,5",
+            b"0b1",
+            b"e5",
+        ] {
+            assert_eq!(parse_f64(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_f32(b"16777217"), Some(16777216.0));
+    }
+
+    #[test]
+    fn integers_follow_simple_atoi() {
+        assert_eq!(parse_int::<i32>(b"\t+7\n"), Some(7));
+        assert_eq!(parse_int::<i32>(b"2147483648"), None);
+        assert_eq!(parse_int::<i64>(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_int::<i32>(b"1.5"), None);
+        assert_eq!(parse_int::<i32>(b"+-1"), None);
+    }
+}

@@ -1,0 +1,29 @@
+//! ReadFile: a file's contents as a scalar string, read only where the run's file-access policy
+//! allows (a model's own assets, by default), and only from a regular file (a FIFO in place of
+//! an asset would block).
+
+use std::path::Path;
+
+use super::{scalar_bytes, Made};
+use crate::engine::context::RunContext;
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec, Registry};
+use crate::tensor::Tensor;
+
+pub fn register(r: &mut Registry) {
+    r.add_stateful("ReadFile", read_file);
+}
+
+/// The contents of the file named by scalar string `filename`, for op `op`.
+pub(super) fn read_named(ctx: &RunContext, filename: &Tensor, op: &str) -> KResult<Vec<u8>> {
+    let name = scalar_bytes(filename, "filename")?;
+    let name = String::from_utf8_lossy(name);
+    let path = ctx.files.readable(&name, op)?;
+    crate::file::read_file(Path::new(&path)).map_err(|e| fail(format!("{op}: {e}")))
+}
+
+fn read_file(_: &NodeSpec) -> Made {
+    Ok(boxed(|ctx, inputs| {
+        let contents = read_named(ctx, &*tensor_input(inputs, 0)?, "ReadFile")?;
+        one(Tensor::strings(Vec::new(), vec![contents]))
+    }))
+}

@@ -1,0 +1,399 @@
+//! Regular expressions: RegexFullMatch, StaticRegexFullMatch, RegexReplace and
+//! StaticRegexReplace, with RE2's syntax and semantics on the `regex` crate.
+//!
+//! The crates differ where RE2 is ASCII-only or literal; [`translate`] rewrites those parts of
+//! a pattern so it means what RE2 reads: `\d`, `\w`, `\s`, `\b` (and their negations) are
+//! ASCII classes in RE2 but Unicode ones in `regex`; inside a class, `[`, `&&`, `~~` and `--`
+//! are literal in RE2 but nested classes or set operations in `regex`; a `{` that starts no
+//! repetition is literal in RE2 but an error in `regex`. Matching is on bytes: text that is not
+//! UTF-8 is searched as it is, and `.` matches no invalid byte, as in RE2.
+
+use std::sync::Mutex;
+
+use regex::bytes::{Captures, Regex};
+
+use super::{scalar_bytes, strings, strings_tensor, Made};
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec, Registry};
+use crate::tensor::Tensor;
+
+pub fn register(r: &mut Registry) {
+    r.add("StaticRegexFullMatch", static_full_match);
+    r.add("RegexFullMatch", full_match);
+    r.add("StaticRegexReplace", static_replace);
+    r.add("RegexReplace", replace);
+}
+
+/// `pattern` compiled to match whole strings (`full`) or anywhere.
+fn compile(pattern: &[u8], full: bool) -> Result<Regex, String> {
+    let text = std::str::from_utf8(pattern)
+        .map_err(|_| format!("Invalid pattern: {}: not UTF-8", pattern.escape_ascii()))?;
+    let translated = translate(text);
+    let source = if full {
+        format!(r"\A(?:{translated})\z")
+    } else {
+        translated
+    };
+    Regex::new(&source).map_err(|e| format!("Invalid pattern: {text}, error: {e}"))
+}
+
+/// The RE2 pattern `re2` in the `regex` crate's syntax (see the module doc).
+fn translate(re2: &str) -> String {
+    let chars: Vec<char> = re2.chars().collect();
+    let mut out = String::with_capacity(re2.len() + 8);
+    let mut i = 0;
+    // Inside a class: whether the next char is its first (where `]` is literal).
+    let mut class: Option<bool> = None;
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        if c == '\\' {
+            match chars.get(i) {
+                Some(&e) => {
+                    i += 1;
+                    out.push_str(&escape(e, class.is_some()));
+                }
+                None => out.push('\\'),
+            }
+            class = class.map(|_| false);
+            continue;
+        }
+        match class {
+            Some(first) => class = in_class(c, first, &chars, &mut i, &mut out),
+            None => match c {
+                '[' => {
+                    out.push('[');
+                    if chars.get(i) == Some(&'^') {
+                        out.push('^');
+                        i += 1;
+                    }
+                    class = Some(true);
+                }
+                '{' if !repetition(&chars[i..]) => out.push_str(r"\{"),
+                _ => out.push(c),
+            },
+        }
+    }
+    out
+}
+
+/// Emits class character `c`; returns the class state after it (None when it closed).
+fn in_class(c: char, first: bool, chars: &[char], i: &mut usize, out: &mut String) -> Option<bool> {
+    match c {
+        ']' if !first => {
+            out.push(']');
+            return None;
+        }
+        '[' if chars.get(*i) == Some(&':') => {
+            // A POSIX class [:name:] passes through whole.
+            out.push('[');
+            while let Some(&d) = chars.get(*i) {
+                *i += 1;
+                out.push(d);
+                if d == ']' {
+                    break;
+                }
+            }
+        }
+        '-' if chars.get(*i) == Some(&'-') => {
+            out.push_str(r"-\-");
+            *i += 1;
+        }
+        '[' | ']' | '&' | '~' => {
+            out.push('\\');
+            out.push(c);
+        }
+        _ => out.push(c),
+    }
+    Some(false)
+}
+
+/// The `regex` form of RE2 escape `\e`.
+fn escape(e: char, in_class: bool) -> String {
+    match e {
+        'd' => "[0-9]".into(),
+        'D' => "[^0-9]".into(),
+        'w' => "[0-9A-Za-z_]".into(),
+        'W' => "[^0-9A-Za-z_]".into(),
+        's' => r"[\t\n\f\r ]".into(),
+        'S' => r"[^\t\n\f\r ]".into(),
+        'b' | 'B' if !in_class => format!(r"(?-u:\{e})"),
+        _ => format!("\\{e}"),
+    }
+}
+
+/// Whether `rest` (what follows a `{`) is a repetition: `n}`, `n,}` or `n,m}`.
+fn repetition(rest: &[char]) -> bool {
+    let digits = |s: &[char]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+    let n = digits(rest);
+    if n == 0 {
+        return false;
+    }
+    match rest.get(n) {
+        Some('}') => true,
+        Some(',') => {
+            let m = digits(&rest[n + 1..]);
+            rest.get(n + 1 + m) == Some(&'}')
+        }
+        _ => false,
+    }
+}
+
+fn full_matches(regex: &Regex, t: &Tensor) -> KResult<Tensor> {
+    let matched = strings(t, "input")?
+        .iter()
+        .map(|s| regex.is_match(s))
+        .collect();
+    Ok(Tensor::from_vec(t.shape().to_vec(), matched))
+}
+
+fn static_full_match(node: &NodeSpec) -> Made {
+    let regex = compile(node.attrs.bytes("pattern")?, true)?;
+    Ok(boxed(move |_, inputs| {
+        one(full_matches(&regex, &*tensor_input(inputs, 0)?)?)
+    }))
+}
+
+/// The last pattern a kernel with a pattern input compiled: graphs feed one pattern again
+/// and again, which is then compiled once.
+struct Cache<T>(Mutex<Option<Cached<T>>>);
+
+/// (pattern, rewrite, what was built from them).
+type Cached<T> = (Vec<u8>, Vec<u8>, T);
+
+impl<T: Clone> Cache<T> {
+    fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+
+    fn get(&self, pattern: &[u8], rewrite: &[u8], make: impl FnOnce() -> KResult<T>) -> KResult<T> {
+        let mut slot = match self.0.lock() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((p, r, value)) = slot.as_ref() {
+            if p == pattern && r == rewrite {
+                return Ok(value.clone());
+            }
+        }
+        let value = make()?;
+        *slot = Some((pattern.to_vec(), rewrite.to_vec(), value.clone()));
+        Ok(value)
+    }
+}
+
+fn full_match(_: &NodeSpec) -> Made {
+    let cache = Cache::<Regex>::new();
+    Ok(boxed(move |_, inputs| {
+        let pattern = tensor_input(inputs, 1)?;
+        let pattern = scalar_bytes(&pattern, "pattern")?;
+        let regex = cache.get(pattern, b"", || compile(pattern, true).map_err(fail))?;
+        one(full_matches(&regex, &*tensor_input(inputs, 0)?)?)
+    }))
+}
+
+/// A rewrite string's parts: literal bytes, or a group whose match is copied.
+#[derive(Clone, Debug, PartialEq)]
+enum Part {
+    Text(Vec<u8>),
+    Group(usize),
+}
+
+/// RE2's rewrite syntax: `\0`..`\9` name groups (no more than the pattern has), `\\` is a
+/// backslash, any other escape is an error; everything else (`$0` too) is literal.
+fn rewrite_parts(rewrite: &[u8], groups: usize) -> Result<Vec<Part>, String> {
+    let mut parts = Vec::new();
+    let mut text = Vec::new();
+    let mut bytes = rewrite.iter();
+    while let Some(&b) = bytes.next() {
+        if b != b'\\' {
+            text.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'\\') => text.push(b'\\'),
+            Some(&d) if d.is_ascii_digit() && usize::from(d - b'0') <= groups => {
+                parts.push(Part::Text(std::mem::take(&mut text)));
+                parts.push(Part::Group(usize::from(d - b'0')));
+            }
+            _ => {
+                return Err(format!(
+                    "invalid rewrite pattern {:?} for a pattern with {groups} groups",
+                    String::from_utf8_lossy(rewrite)
+                ))
+            }
+        }
+    }
+    parts.push(Part::Text(text));
+    Ok(parts)
+}
+
+/// A compiled replacement.
+#[derive(Clone)]
+struct Replacer {
+    regex: Regex,
+    parts: Vec<Part>,
+    global: bool,
+}
+
+impl Replacer {
+    fn new(pattern: &[u8], rewrite: &[u8], global: bool) -> Result<Self, String> {
+        let regex = compile(pattern, false)?;
+        let parts = rewrite_parts(rewrite, regex.captures_len() - 1)?;
+        Ok(Self {
+            regex,
+            parts,
+            global,
+        })
+    }
+
+    fn rewrite(&self, caps: &Captures, out: &mut Vec<u8>) {
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.extend_from_slice(t),
+                Part::Group(g) => {
+                    out.extend_from_slice(caps.get(*g).map_or(&[][..], |m| m.as_bytes()))
+                }
+            }
+        }
+    }
+
+    /// RE2's Replace / GlobalReplace: an empty match right where the previous match ended is
+    /// skipped by copying one character (one UTF-8 sequence, or one byte).
+    fn apply(&self, text: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len());
+        let mut p = 0;
+        let mut last_end = None;
+        while p <= text.len() {
+            let Some(caps) = self.regex.captures_at(text, p) else {
+                break;
+            };
+            let Some(m) = caps.get(0) else { break };
+            out.extend_from_slice(&text[p..m.start()]);
+            if m.is_empty() && last_end == Some(m.start()) {
+                let n = char_len(&text[m.start()..]);
+                out.extend_from_slice(&text[m.start()..m.start() + n]);
+                p = m.start() + n.max(1);
+                continue;
+            }
+            self.rewrite(&caps, &mut out);
+            p = m.end();
+            last_end = Some(p);
+            if !self.global {
+                break;
+            }
+        }
+        if p < text.len() {
+            out.extend_from_slice(&text[p..]);
+        }
+        out
+    }
+}
+
+/// The byte length of the UTF-8 character `s` starts with (1 for an invalid byte, 0 at the end).
+fn char_len(s: &[u8]) -> usize {
+    let n = match s.first() {
+        None => return 0,
+        Some(&b) if b < 0x80 => 1,
+        Some(&b) if b >= 0xF0 => 4,
+        Some(&b) if b >= 0xE0 => 3,
+        Some(&b) if b >= 0xC0 => 2,
+        Some(_) => 1,
+    };
+    if s.len() >= n && std::str::from_utf8(&s[..n]).is_ok() {
+        n
+    } else {
+        1
+    }
+}
+
+fn replace_all(replacer: &Replacer, t: &Tensor) -> KResult<Tensor> {
+    let replaced = strings(t, "input")?
+        .iter()
+        .map(|s| replacer.apply(s))
+        .collect();
+    strings_tensor(t.shape().to_vec(), replaced)
+}
+
+fn static_replace(node: &NodeSpec) -> Made {
+    let replacer = Replacer::new(
+        node.attrs.bytes("pattern")?,
+        node.attrs.bytes("rewrite")?,
+        node.attrs.bool_or("replace_global", true)?,
+    )?;
+    Ok(boxed(move |_, inputs| {
+        one(replace_all(&replacer, &*tensor_input(inputs, 0)?)?)
+    }))
+}
+
+fn replace(node: &NodeSpec) -> Made {
+    let global = node.attrs.bool_or("replace_global", true)?;
+    let cache = Cache::<Replacer>::new();
+    Ok(boxed(move |_, inputs| {
+        let pattern = tensor_input(inputs, 1)?;
+        let pattern = scalar_bytes(&pattern, "pattern")?;
+        let rewrite = tensor_input(inputs, 2)?;
+        let rewrite = scalar_bytes(&rewrite, "rewrite")?;
+        let replacer = cache.get(pattern, rewrite, || {
+            Replacer::new(pattern, rewrite, global).map_err(fail)
+        })?;
+        one(replace_all(&replacer, &*tensor_input(inputs, 0)?)?)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(pattern: &str, text: &str) -> bool {
+        compile(pattern.as_bytes(), true)
+            .unwrap()
+            .is_match(text.as_bytes())
+    }
+
+    #[test]
+    fn classes_are_ascii_as_in_re2() {
+        assert!(full(r"\d+", "123"));
+        assert!(!full(r"\d", "\u{663}"));
+        assert!(!full(r"\w", "\u{e9}"));
+        assert!(full(r"\W", "\u{e9}"));
+        assert!(full(r"[\d\s]+", "1 2"));
+        assert!(!full(r"\s", "\u{b}"));
+        assert!(full(r"a\b", "a"));
+    }
+
+    #[test]
+    fn re2_literals_stay_literal() {
+        assert!(full(r"[[]", "["));
+        assert!(full(r"[a&&b]+", "a&b"));
+        assert!(full(r"[~~]", "~"));
+        assert!(full(r"a{", "a{"));
+        assert!(full(r"a{,2}", "a{,2}"));
+        assert!(full(r"a{2}", "aa"));
+        assert!(full(r"[[:digit:]x]+", "1x"));
+        assert!(full(r"[]a]+", "]a"));
+    }
+
+    #[test]
+    fn empty_matches_follow_re2() {
+        let r = Replacer::new(b"a*", b"-", true).unwrap();
+        assert_eq!(r.apply(b"abc"), b"-b-c-");
+        assert_eq!(r.apply(b"baab"), b"-b-b-");
+        assert_eq!(r.apply("\u{e9}".as_bytes()), "-\u{e9}-".as_bytes());
+        let first = Replacer::new(b"(b)(c)", br"<\1>", false).unwrap();
+        assert_eq!(first.apply(b"abcabc"), b"a<b>abc");
+    }
+
+    #[test]
+    fn rewrites_name_existing_groups() {
+        assert!(rewrite_parts(br"\2", 1).is_err());
+        assert!(rewrite_parts(br"\x", 1).is_err());
+        assert!(rewrite_parts(b"\\", 1).is_err());
+        assert_eq!(
+            rewrite_parts(br"$0\\\1", 1).unwrap(),
+            [
+                Part::Text(b"$0\\".to_vec()),
+                Part::Group(1),
+                Part::Text(Vec::new())
+            ]
+        );
+    }
+}

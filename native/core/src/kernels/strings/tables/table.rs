@@ -1,0 +1,314 @@
+//! The lookup table a table handle points at: keys (int32, int64 or string) mapped to one
+//! scalar value each, kept as a key index into a value column so a lookup is one hash probe
+//! per key and an export is a copy of the columns.
+
+use std::collections::HashMap;
+
+use crate::dtype::DType;
+use crate::engine::kernel::{fail, KResult};
+use crate::tensor::{Storage, Tensor};
+
+/// How a table may be filled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// `HashTableV2`: once, by an initializer; unreadable before.
+    Static,
+    /// `MutableHashTableV2`: inserts, removes and imports at any time.
+    Mutable,
+}
+
+/// Keys by slot: integer keys (int32 widened) or byte strings.
+enum Index {
+    Int(HashMap<i64, usize>),
+    Bytes(HashMap<Vec<u8>, usize>),
+}
+
+/// The keys an op passes, in the form the index probes.
+pub enum Keys<'a> {
+    Int(Vec<i64>),
+    Bytes(&'a [Vec<u8>]),
+}
+
+impl Keys<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Keys::Int(v) => v.len(),
+            Keys::Bytes(v) => v.len(),
+        }
+    }
+}
+
+pub struct Table {
+    pub name: String,
+    pub kind: Kind,
+    pub key_dtype: DType,
+    pub value_dtype: DType,
+    /// Static tables only: whether an initializer has filled it.
+    pub initialized: bool,
+    index: Index,
+    /// The key and value of each slot.
+    keys: Storage,
+    values: Storage,
+}
+
+/// An empty column of `dtype`.
+fn column(dtype: DType) -> Storage {
+    match dtype {
+        DType::String => Storage::String(Vec::new()),
+        DType::Int32 => Storage::Int32(Vec::new()),
+        DType::Int64 => Storage::Int64(Vec::new()),
+        DType::Float32 => Storage::Float32(Vec::new()),
+        DType::Float64 => Storage::Float64(Vec::new()),
+        _ => Storage::Bool(Vec::new()),
+    }
+}
+
+/// Applies `$body` to the same-typed buffers `$a` (of the table) and `$b` (of an op's input),
+/// or fails naming the dtypes; `$wrap` rebuilds a storage of the result where one is wanted.
+macro_rules! paired {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
+        match ($a, $b) {
+            (Storage::String($x), Storage::String($y)) => $body,
+            (Storage::Int32($x), Storage::Int32($y)) => $body,
+            (Storage::Int64($x), Storage::Int64($y)) => $body,
+            (Storage::Float32($x), Storage::Float32($y)) => $body,
+            (Storage::Float64($x), Storage::Float64($y)) => $body,
+            (Storage::Bool($x), Storage::Bool($y)) => $body,
+            (a, b) => {
+                return Err(fail(format!(
+                    "table values are {}, got {}",
+                    a.dtype(),
+                    b.dtype()
+                )))
+            }
+        }
+    };
+}
+
+impl Table {
+    pub fn new(name: String, kind: Kind, key_dtype: DType, value_dtype: DType) -> Self {
+        Self {
+            name,
+            kind,
+            key_dtype,
+            value_dtype,
+            initialized: kind == Kind::Mutable,
+            index: match key_dtype {
+                DType::String => Index::Bytes(HashMap::new()),
+                _ => Index::Int(HashMap::new()),
+            },
+            keys: column(key_dtype),
+            values: column(value_dtype),
+        }
+    }
+
+    /// The number of entries (0 for a static table not yet initialized).
+    pub fn size(&self) -> usize {
+        if self.initialized {
+            self.values.len()
+        } else {
+            0
+        }
+    }
+
+    /// The keys of tensor `t`, which must have the table's key dtype.
+    pub fn keys_of<'a>(&self, t: &'a Tensor, op: &str) -> KResult<Keys<'a>> {
+        if t.dtype() != self.key_dtype {
+            return Err(self.mismatch(op, "keys", t.dtype()));
+        }
+        Ok(match t.storage() {
+            Storage::String(v) => Keys::Bytes(v),
+            Storage::Int32(v) => Keys::Int(v.iter().map(|&k| i64::from(k)).collect()),
+            Storage::Int64(v) => Keys::Int(v.clone()),
+            _ => return Err(self.mismatch(op, "keys", t.dtype())),
+        })
+    }
+
+    /// An error: `role` of an op on this table have the wrong dtype.
+    pub fn mismatch(&self, op: &str, role: &str, found: DType) -> crate::error::Error {
+        fail(format!(
+            "{op}: table {:?} maps {} to {}, but the {role} are {found}",
+            self.name, self.key_dtype, self.value_dtype
+        ))
+    }
+
+    fn slot(&self, keys: &Keys, i: usize) -> Option<usize> {
+        match (&self.index, keys) {
+            (Index::Int(map), Keys::Int(k)) => map.get(&k[i]).copied(),
+            (Index::Bytes(map), Keys::Bytes(k)) => map.get(k[i].as_slice()).copied(),
+            _ => None,
+        }
+    }
+
+    fn slots(&self, keys: &Keys) -> Vec<Option<usize>> {
+        (0..keys.len()).map(|i| self.slot(keys, i)).collect()
+    }
+
+    /// The value of every key, or the default (one value, or one per key) where it has none.
+    pub fn find(&self, keys: &Keys, default: &Storage) -> KResult<Storage> {
+        if !self.initialized {
+            return Err(fail(format!("table {:?} is not initialized", self.name)));
+        }
+        let slots = self.slots(keys);
+        let storage = paired!(&self.values, default, |have, fallback| gather(
+            have, &slots, fallback
+        )
+        .into_storage());
+        Ok(storage)
+    }
+
+    /// Adds key `i` of `keys` as the key of `slot` (the caller checked it is absent).
+    fn push_key(&mut self, keys: &Keys, i: usize, slot: usize) {
+        match (&mut self.index, keys, &mut self.keys) {
+            (Index::Int(map), Keys::Int(k), Storage::Int32(column)) => {
+                map.insert(k[i], slot);
+                column.push(k[i] as i32);
+            }
+            (Index::Int(map), Keys::Int(k), Storage::Int64(column)) => {
+                map.insert(k[i], slot);
+                column.push(k[i]);
+            }
+            (Index::Bytes(map), Keys::Bytes(k), Storage::String(column)) => {
+                map.insert(k[i].clone(), slot);
+                column.push(k[i].clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// Sets every key's value: overwriting (`overwrite`), or, for initializers, failing on a
+    /// key met again with another value (the entries added so far are kept, as TensorFlow does).
+    pub fn insert(&mut self, keys: &Keys, values: &Storage, overwrite: bool) -> KResult<()> {
+        for i in 0..keys.len() {
+            match self.slot(keys, i) {
+                Some(slot) => {
+                    let same = paired!(&mut self.values, values, |have, new| set(
+                        have, slot, &new[i], overwrite
+                    ));
+                    if !same && !overwrite {
+                        return Err(fail(format!(
+                            "table {:?} has different values for the same key (key {})",
+                            self.name,
+                            self.describe_key(keys, i)
+                        )));
+                    }
+                }
+                None => {
+                    let slot = self.values.len();
+                    paired!(&mut self.values, values, |have, new| have
+                        .push(new[i].to_owned()));
+                    self.push_key(keys, i, slot);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn describe_key(&self, keys: &Keys, i: usize) -> String {
+        match keys {
+            Keys::Int(k) => k[i].to_string(),
+            Keys::Bytes(k) => format!("{:?}", String::from_utf8_lossy(&k[i])),
+        }
+    }
+
+    /// Removes the keys present (the last slot moves into each freed one).
+    pub fn remove(&mut self, keys: &Keys) {
+        for i in 0..keys.len() {
+            let Some(slot) = self.slot(keys, i) else {
+                continue;
+            };
+            match (&mut self.index, keys) {
+                (Index::Int(map), Keys::Int(k)) => drop(map.remove(&k[i])),
+                (Index::Bytes(map), Keys::Bytes(k)) => drop(map.remove(k[i].as_slice())),
+                _ => {}
+            }
+            swap_remove(&mut self.values, slot);
+            swap_remove(&mut self.keys, slot);
+            if slot < self.values.len() {
+                self.reindex(slot);
+            }
+        }
+    }
+
+    /// Points the key now in `slot` at it.
+    fn reindex(&mut self, slot: usize) {
+        match (&mut self.index, &self.keys) {
+            (Index::Int(map), Storage::Int32(k)) => drop(map.insert(i64::from(k[slot]), slot)),
+            (Index::Int(map), Storage::Int64(k)) => drop(map.insert(k[slot], slot)),
+            (Index::Bytes(map), Storage::String(k)) => drop(map.insert(k[slot].clone(), slot)),
+            _ => {}
+        }
+    }
+
+    /// Empties the table.
+    pub fn clear(&mut self) {
+        *self = Self::new(
+            std::mem::take(&mut self.name),
+            self.kind,
+            self.key_dtype,
+            self.value_dtype,
+        );
+    }
+
+    /// The keys and values, in slot order.
+    pub fn export(&self) -> KResult<(Tensor, Tensor)> {
+        if !self.initialized {
+            return Err(fail(format!("table {:?} is not initialized", self.name)));
+        }
+        let n = self.values.len();
+        let keys = Tensor::new(vec![n], self.keys.clone());
+        let values = Tensor::new(vec![n], self.values.clone());
+        keys.zip(values)
+            .ok_or_else(|| fail(format!("table {:?} is inconsistent", self.name)))
+    }
+}
+
+/// The value in each slot, or the default's (one for all, or one per key) where it is None.
+fn gather<T: Clone>(have: &[T], slots: &[Option<usize>], default: &[T]) -> Vec<T> {
+    slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| match slot {
+            Some(j) => have[*j].clone(),
+            None => default[if default.len() == 1 { 0 } else { i }].clone(),
+        })
+        .collect()
+}
+
+/// Sets `have[slot]` to `new` if `overwrite`; whether it held `new` already.
+fn set<T: Clone + PartialEq>(have: &mut [T], slot: usize, new: &T, overwrite: bool) -> bool {
+    let same = have[slot] == *new;
+    if overwrite {
+        have[slot] = new.clone();
+    }
+    same
+}
+
+/// A vector of a value type back into its storage.
+trait IntoStorage {
+    fn into_storage(self) -> Storage;
+}
+
+macro_rules! into_storage {
+    ($($t:ty => $variant:ident),*) => {
+        $(impl IntoStorage for Vec<$t> {
+            fn into_storage(self) -> Storage {
+                Storage::$variant(self)
+            }
+        })*
+    };
+}
+
+into_storage!(Vec<u8> => String, i32 => Int32, i64 => Int64, f32 => Float32, f64 => Float64, bool => Bool);
+
+fn swap_remove(column: &mut Storage, slot: usize) {
+    match column {
+        Storage::String(v) => drop(v.swap_remove(slot)),
+        Storage::Int32(v) => drop(v.swap_remove(slot)),
+        Storage::Int64(v) => drop(v.swap_remove(slot)),
+        Storage::Float32(v) => drop(v.swap_remove(slot)),
+        Storage::Float64(v) => drop(v.swap_remove(slot)),
+        Storage::Bool(v) => drop(v.swap_remove(slot)),
+        _ => {}
+    }
+}

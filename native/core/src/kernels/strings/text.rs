@@ -1,0 +1,280 @@
+//! Elementwise string ops: StringJoin, StringLength, Substr, StringLower/StringUpper,
+//! StringToHashBucketFast, and the checkpoint file names savers build (ShardedFilename,
+//! ShardedFilespec).
+
+use super::{scalar_bytes, scalar_int, strings, strings_tensor, Made};
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec, Registry};
+use crate::kernels::util::{broadcast_offsets, broadcast_shape, int_values};
+use crate::tensor::Tensor;
+
+pub fn register(r: &mut Registry) {
+    r.add("StringJoin", string_join);
+    r.add("ShardedFilename", sharded_filename);
+    r.add("ShardedFilespec", sharded_filespec);
+    r.add("StringLength", string_length);
+    r.add("Substr", substr);
+    r.add("StringLower", |n| change_case(n, Case::Lower));
+    r.add("StringUpper", |n| change_case(n, Case::Upper));
+    r.add("StringToHashBucketFast", hash_bucket);
+}
+
+/// Joins the inputs elementwise: scalars broadcast, the other inputs must share one shape (no
+/// general broadcasting, as in TensorFlow).
+fn string_join(node: &NodeSpec) -> Made {
+    let separator = node.attrs.bytes("separator").unwrap_or_default().to_vec();
+    Ok(boxed(move |_, inputs| {
+        let tensors = (0..inputs.len())
+            .map(|i| tensor_input(inputs, i))
+            .collect::<KResult<Vec<_>>>()?;
+        let mut shape: Option<&[usize]> = None;
+        for t in tensors.iter().filter(|t| t.rank() > 0) {
+            match shape {
+                Some(s) if s != t.shape() => {
+                    return Err(fail(format!(
+                        "Input shapes do not match: {s:?} vs. {:?}",
+                        t.shape()
+                    )))
+                }
+                _ => shape = Some(t.shape()),
+            }
+        }
+        let shape = shape.unwrap_or(&[]).to_vec();
+        let columns = tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| strings(t, &format!("input {i}")))
+            .collect::<KResult<Vec<_>>>()?;
+        let count = crate::tensor::element_count(&shape).unwrap_or(0);
+        let joined = (0..count)
+            .map(|e| {
+                let mut out = Vec::new();
+                for (i, column) in columns.iter().enumerate() {
+                    if i > 0 {
+                        out.extend_from_slice(&separator);
+                    }
+                    let item = if column.len() == 1 {
+                        &column[0]
+                    } else {
+                        &column[e]
+                    };
+                    out.extend_from_slice(item);
+                }
+                out
+            })
+            .collect();
+        one(strings_tensor(shape, joined)?)
+    }))
+}
+
+fn sharded_filename(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let base = scalar_bytes(&*tensor_input(inputs, 0)?, "basename")?.to_vec();
+        let shard = scalar_int(&*tensor_input(inputs, 1)?, "shard")?;
+        let shards = scalar_int(&*tensor_input(inputs, 2)?, "num_shards")?;
+        let mut name = base;
+        name.extend_from_slice(format!("-{shard:05}-of-{shards:05}").as_bytes());
+        one(Tensor::strings(Vec::new(), vec![name]))
+    }))
+}
+
+fn sharded_filespec(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let base = scalar_bytes(&*tensor_input(inputs, 0)?, "basename")?.to_vec();
+        let shards = scalar_int(&*tensor_input(inputs, 1)?, "num_shards")?;
+        let mut spec = base;
+        spec.extend_from_slice(format!("-?????-of-{shards:05}").as_bytes());
+        one(Tensor::strings(Vec::new(), vec![spec]))
+    }))
+}
+
+/// Whether a string op counts bytes or UTF-8 characters.
+#[derive(Clone, Copy)]
+enum Unit {
+    Byte,
+    Utf8Char,
+}
+
+fn unit(node: &NodeSpec) -> Result<Unit, String> {
+    match node.attrs.string_or("unit", "BYTE")? {
+        "BYTE" => Ok(Unit::Byte),
+        "UTF8_CHAR" => Ok(Unit::Utf8Char),
+        other => Err(format!("unknown unit {other:?} (BYTE or UTF8_CHAR)")),
+    }
+}
+
+/// UTF-8 continuation bytes (0b10xxxxxx) do not start a character; TensorFlow counts every
+/// other byte as one, valid UTF-8 or not.
+fn starts_char(byte: u8) -> bool {
+    byte & 0xC0 != 0x80
+}
+
+fn string_length(node: &NodeSpec) -> Made {
+    let unit = unit(node)?;
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let lengths = strings(&t, "input")?
+            .iter()
+            .map(|s| match unit {
+                Unit::Byte => s.len(),
+                Unit::Utf8Char => s.iter().filter(|&&b| starts_char(b)).count(),
+            })
+            .map(|n| i32::try_from(n).unwrap_or(i32::MAX))
+            .collect();
+        one(Tensor::from_vec(t.shape().to_vec(), lengths))
+    }))
+}
+
+/// Substr(input, pos, len): `pos` and `len` share a shape, which broadcasts against the
+/// input's; a position outside `[-size, size]` is an error, a length past the end stops there.
+fn substr(node: &NodeSpec) -> Made {
+    let unit = unit(node)?;
+    Ok(boxed(move |_, inputs| {
+        let input = tensor_input(inputs, 0)?;
+        let pos = tensor_input(inputs, 1)?;
+        let len = tensor_input(inputs, 2)?;
+        if pos.shape() != len.shape() {
+            return Err(fail(format!(
+                "pos and len should have the same shape, got: {:?} vs. {:?}",
+                pos.shape(),
+                len.shape()
+            )));
+        }
+        let items = strings(&input, "input")?;
+        let starts = int_values(&pos, "pos")?;
+        let lengths = int_values(&len, "len")?;
+        let shape = broadcast_shape(input.shape(), pos.shape())?;
+        let si = broadcast_offsets(input.shape(), &shape);
+        let pi = broadcast_offsets(pos.shape(), &shape);
+        let out = si
+            .iter()
+            .zip(&pi)
+            .enumerate()
+            .map(|(index, (&s, &p))| cut(&items[s], starts[p], lengths[p], unit, index))
+            .collect::<KResult<Vec<_>>>()?;
+        one(strings_tensor(shape, out)?)
+    }))
+}
+
+/// One substring; `index` names the element in errors.
+fn cut(s: &[u8], pos: i64, len: i64, unit: Unit, index: usize) -> KResult<Vec<u8>> {
+    let offsets: Vec<usize> = match unit {
+        Unit::Byte => Vec::new(),
+        Unit::Utf8Char => (0..s.len())
+            .filter(|&i| starts_char(s[i]))
+            .chain([s.len()])
+            .collect(),
+    };
+    let size = match unit {
+        Unit::Byte => s.len(),
+        Unit::Utf8Char => offsets.len() - 1,
+    } as i64;
+    if pos < -size || pos > size {
+        return Err(fail(format!(
+            "pos {pos} out of range for string b'{}' at index {index}",
+            s.escape_ascii()
+        )));
+    }
+    let start = if pos < 0 { pos + size } else { pos };
+    let stop = if len < 0 {
+        size
+    } else {
+        size.min(start.saturating_add(len))
+    };
+    let (start, stop) = (start as usize, stop as usize);
+    Ok(match unit {
+        Unit::Byte => s[start..stop].to_vec(),
+        Unit::Utf8Char => s[offsets[start]..offsets[stop]].to_vec(),
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Case {
+    Lower,
+    Upper,
+}
+
+/// Without an encoding only ASCII letters change; with `utf-8` the text changes case as
+/// Unicode (bytes that are not UTF-8 pass through).
+fn change_case(node: &NodeSpec, case: Case) -> Made {
+    let unicode = match node.attrs.string_or("encoding", "")? {
+        "" => false,
+        "utf-8" | "UTF-8" => true,
+        other => return Err(format!("unsupported encoding {other:?}")),
+    };
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let changed = strings(&t, "input")?
+            .iter()
+            .map(|s| match (unicode, case) {
+                (false, Case::Lower) => s.to_ascii_lowercase(),
+                (false, Case::Upper) => s.to_ascii_uppercase(),
+                (true, _) => unicode_case(s, case),
+            })
+            .collect();
+        one(strings_tensor(t.shape().to_vec(), changed)?)
+    }))
+}
+
+fn unicode_case(s: &[u8], case: Case) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    for chunk in s.utf8_chunks() {
+        let text = match case {
+            Case::Lower => chunk.valid().to_lowercase(),
+            Case::Upper => chunk.valid().to_uppercase(),
+        };
+        out.extend_from_slice(text.as_bytes());
+        out.extend_from_slice(chunk.invalid());
+    }
+    out
+}
+
+/// Each string's FarmHash Fingerprint64 modulo the number of buckets.
+fn hash_bucket(node: &NodeSpec) -> Made {
+    let buckets = node.attrs.int("num_buckets")?;
+    let buckets = u64::try_from(buckets)
+        .ok()
+        .filter(|&b| b >= 1)
+        .ok_or_else(|| format!("num_buckets must be at least 1, got {buckets}"))?;
+    Ok(boxed(move |_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let hashed = strings(&t, "input")?
+            .iter()
+            .map(|s| (super::fingerprint64(s) % buckets) as i64)
+            .collect();
+        one(Tensor::from_vec(t.shape().to_vec(), hashed))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substrings_count_characters_or_bytes() {
+        let s = "h\u{e9}llo\u{20ac}".as_bytes();
+        assert_eq!(
+            cut(s, 1, 4, Unit::Utf8Char, 0).unwrap(),
+            "\u{e9}llo".as_bytes()
+        );
+        assert_eq!(
+            cut(s, -2, 9, Unit::Utf8Char, 0).unwrap(),
+            "o\u{20ac}".as_bytes()
+        );
+        assert_eq!(cut(b"hello", 5, 1, Unit::Byte, 0).unwrap(), b"");
+        assert!(cut(b"hello", 6, 1, Unit::Byte, 0).is_err());
+        assert!(cut(b"hello", -6, 1, Unit::Byte, 0).is_err());
+        assert_eq!(cut(b"hello", 1, i64::MAX, Unit::Byte, 0).unwrap(), b"ello");
+    }
+
+    #[test]
+    fn unicode_case_keeps_invalid_bytes() {
+        assert_eq!(
+            unicode_case(b"\xff\xc3\x84A", Case::Lower),
+            b"\xff\xc3\xa4a"
+        );
+        assert_eq!(
+            unicode_case("\u{3a3}\u{391}\u{3a3}".as_bytes(), Case::Lower),
+            "\u{3c3}\u{3b1}\u{3c2}".as_bytes()
+        );
+    }
+}
