@@ -104,7 +104,8 @@ const char* sm_dtype_name(int dtype);
  * tag-set); a file is a TensorFlow 1 frozen GraphDef (.pb), loaded as one signature
  * "serving_default" whose inputs are its placeholders and whose outputs are the nodes no
  * other node reads, each keyed by its node name (tags are ignored). Variables are restored
- * and the model's init op run. Model file-system ops may only touch files inside the model.
+ * and the model's init op run. File-system ops of the model (asset reads, ...) may only touch
+ * files inside its directory (for a frozen graph, the directory of the file).
  * `path` must be UTF-8. Returns a new model, or NULL on error (a missing or damaged file,
  * no such tag-set, ops the engine has no kernel for). */
 SM_Model* sm_model_load(const char* path, const char* tags);

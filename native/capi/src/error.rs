@@ -47,7 +47,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
 }
 
 fn set(message: Option<String>) {
-    let message = message.map(|m| crate::model::c_string(&m));
+    let message = message.map(|m| crate::c_string(&m));
     LAST_ERROR.with(|slot| *slot.borrow_mut() = message);
 }
 

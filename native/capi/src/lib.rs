@@ -31,6 +31,11 @@ pub use outputs::{
     SmOutputs,
 };
 
+/// `text` as a C string; a NUL byte (which TensorFlow names never hold) is spelled `\0`.
+fn c_string(text: &str) -> std::ffi::CString {
+    std::ffi::CString::new(text.replace('\0', "\\0")).unwrap_or_default()
+}
+
 /// The rank the shape functions return when the rank is unknown (`SM_RANK_UNKNOWN`).
 pub const RANK_UNKNOWN: i32 = -1;
 /// The rank the shape functions return on error (`SM_RANK_ERROR`).

@@ -13,7 +13,7 @@ use savedmodel_core::{LoadOptions, Model};
 use crate::error::call;
 use crate::feed::{self, Feeds};
 use crate::outputs::SmOutputs;
-use crate::{dtype, raw, RANK_ERROR, RANK_UNKNOWN};
+use crate::{c_string, dtype, raw, RANK_ERROR, RANK_UNKNOWN};
 
 /// The handle behind `SM_Model*`.
 pub struct SmModel {
@@ -40,11 +40,6 @@ struct SpecInfo {
 enum Side {
     Input,
     Output,
-}
-
-/// `text` as a C string; a NUL byte (which TensorFlow names never hold) is spelled `\0`.
-pub(crate) fn c_string(text: &str) -> CString {
-    CString::new(text.replace('\0', "\\0")).unwrap_or_default()
 }
 
 impl SpecInfo {

@@ -11,8 +11,7 @@ use savedmodel_core::{Storage, Tensor};
 
 use crate::error::call;
 use crate::feed::pack_strings;
-use crate::model::c_string;
-use crate::{dtype, raw, RANK_ERROR};
+use crate::{c_string, dtype, raw, RANK_ERROR};
 
 /// The handle behind `SM_Outputs*`; independent of the model that made it.
 pub struct SmOutputs {
