@@ -1,5 +1,6 @@
 //! The arrays of a numpy `.npz` (an uncompressed zip of `.npy` files, as the fixtures record
 //! TensorFlow's values), kept as raw little-endian bytes: what the C interface takes and gives.
+//! Byte strings (`|S<width>`, NUL-padded) become the interface's packed string layout.
 
 use std::io::Read;
 use std::path::Path;
@@ -22,6 +23,7 @@ impl Array {
             "|u1" => 4,
             "<i8" => 9,
             "|b1" => 10,
+            descr if descr.starts_with("|S") => 7,
             other => panic!(
                 "{}: npy dtype {other} not handled by this test reader",
                 self.name
@@ -64,16 +66,35 @@ fn parse(name: String, bytes: &[u8]) -> Array {
             .unwrap()
             .to_string()
     };
-    let shape = field("'shape': (", ')')
+    let shape: Vec<i64> = field("'shape': (", ')')
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|s| s.parse().unwrap())
         .collect();
+    let descr = field("'descr': '", '\'');
+    let data = &bytes[start + header_len..];
+    let bytes = match descr.strip_prefix("|S") {
+        Some(width) => packed_strings(data, width.parse().unwrap(), &shape),
+        None => data.to_vec(),
+    };
     Array {
-        descr: field("'descr': '", '\''),
+        descr,
         shape,
-        bytes: bytes[start + header_len..].to_vec(),
+        bytes,
         name,
     }
+}
+
+/// numpy's fixed-width, NUL-padded strings in the packed layout (lengths, then bytes).
+fn packed_strings(data: &[u8], width: usize, shape: &[i64]) -> Vec<u8> {
+    let count: i64 = shape.iter().product();
+    let items: Vec<&[u8]> = if width == 0 {
+        vec![&[]; count as usize]
+    } else {
+        data.chunks(width)
+            .map(|c| &c[..c.iter().position(|&b| b == 0).unwrap_or(c.len())])
+            .collect()
+    };
+    super::packed(&items)
 }
