@@ -167,11 +167,13 @@ fn resolve_body_ref(
     }
 }
 
-/// The flat index of output argument `arg`'s first tensor on node `def`.
+/// The flat index of output argument `arg`'s first tensor on node `def`. An op missing from
+/// the model's op list (TensorFlow leaves some out of `stripped_op_list`) is taken to have its
+/// outputs in one argument, as single-output ops, nearly all of them, do.
 fn output_offset(def: &NodeDef, arg: &str, op_defs: &OpDefs) -> R<usize> {
-    let op = op_defs
-        .get(&def.op)
-        .ok_or_else(|| format!("op {} has no definition in the model's op list", def.op))?;
+    let Some(op) = op_defs.get(&def.op) else {
+        return Ok(0);
+    };
     let attrs = with_defaults(def, Some(op));
     let attrs = Attrs::new(&attrs);
     let mut offset = 0;

@@ -584,20 +584,8 @@ impl Model {
             .nodes
             .iter()
             .any(|n| matches!(n.kind, Some(Kind::Variable(_))));
-        if let Some(node) = objects
-            .nodes
-            .iter()
-            .position(|n| !n.saveable_objects.is_empty())
-        {
-            return Err(Error::UnsupportedOps {
-                missing: vec![MissingOp {
-                    op: "saveable object restore".into(),
-                    node: format!("object {node}"),
-                    function: String::new(),
-                }],
-            });
-        }
-        if has_variables {
+        let has_saveables = objects.nodes.iter().any(|n| !n.saveable_objects.is_empty());
+        if has_variables || has_saveables {
             return self.restore_object_variables(body, &objects);
         }
         let saver = self.meta_graph.saver_def.clone().unwrap_or_default();
@@ -698,7 +686,82 @@ impl Model {
         self.object_variables.sort_by(|a, b| a.0.cmp(&b.0));
         self.bind_captured_handles(body, objects, &by_node);
         self.variables_by_node = by_node;
+        self.restore_saveables(&reader, &checkpoint, objects, &index)
+    }
+
+    /// Restores the state objects save through functions (a mutable table's keys and values),
+    /// as TensorFlow's loader does: the save function, called with an empty checkpoint key,
+    /// names the suffix of each of its tensors' keys; the restore function takes the tensors
+    /// read from the checkpoint under those keys.
+    fn restore_saveables(
+        &self,
+        reader: &BundleReader,
+        checkpoint: &TrackableObjectGraph,
+        objects: &crate::protos::SavedObjectGraph,
+        index: &Path,
+    ) -> Result<()> {
+        for (node_id, node) in objects.nodes.iter().enumerate() {
+            let mut saveables: Vec<_> = node.saveable_objects.iter().collect();
+            saveables.sort_by_key(|(name, _)| name.as_str());
+            for (name, saveable) in saveables {
+                let place = format!("object {node_id}, saveable {name:?}");
+                let damaged = |detail: String| Error::Corrupt {
+                    path: index.to_path_buf(),
+                    what: place.clone(),
+                    detail,
+                };
+                let key = checkpoint
+                    .nodes
+                    .get(node_id)
+                    .and_then(|n| n.attributes.iter().find(|a| a.name == *name))
+                    .map(|a| a.checkpoint_key.clone())
+                    .ok_or_else(|| damaged("the checkpoint holds no value for it".into()))?;
+                let (save, save_outputs) = self.bare_function(objects, saveable.save_function)?;
+                let empty = Tensor::strings(Vec::new(), vec![Vec::new()]);
+                let specs = self.call_function(&save, vec![empty], None)?;
+                let names = leaf_keys(save_outputs);
+                let mut tensors = Vec::new();
+                for (spec, leaf) in specs.iter().zip(&names) {
+                    if leaf.as_deref() != Some("name") {
+                        continue;
+                    }
+                    let suffix = spec
+                        .string_values()
+                        .and_then(|v| v.first())
+                        .ok_or_else(|| damaged("the save function names no key".into()))?;
+                    let full = format!("{key}{}", String::from_utf8_lossy(suffix));
+                    tensors.push(reader.read(&full)?);
+                }
+                let (restore, _) = self.bare_function(objects, saveable.restore_function)?;
+                self.call_function(&restore, tensors, None)
+                    .map_err(|e| named_load(&format!("restoring {place}"), e))?;
+            }
+        }
         Ok(())
+    }
+
+    /// The concrete function of object `node_id` (a bare concrete function), with its output
+    /// structure.
+    fn bare_function<'o>(
+        &self,
+        objects: &'o crate::protos::SavedObjectGraph,
+        node_id: i32,
+    ) -> Result<(String, Option<&'o crate::protos::StructuredValue>)> {
+        let name = usize::try_from(node_id)
+            .ok()
+            .and_then(|i| objects.nodes.get(i))
+            .and_then(|n| match &n.kind {
+                Some(Kind::BareConcreteFunction(f)) => Some(f.concrete_function_name.clone()),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                self.damaged(format!("object {node_id} is not a saved concrete function"))
+            })?;
+        let outputs = objects
+            .concrete_functions
+            .get(&name)
+            .and_then(|f| f.output_signature.as_ref());
+        Ok((name, outputs))
     }
 
     /// Points the top-level VarHandleOps that call nodes capture at the restored variables: a
@@ -999,6 +1062,41 @@ fn file_access(export_dir: &Path, options: &LoadOptions) -> FileAccess {
 }
 
 /// The dotted path of every object reachable from the root, first path found wins.
+/// For each tensor leaf of a structure, in TensorFlow's flattening order (dict entries sorted
+/// by key), the key of the dict entry that holds it directly (None outside a dict).
+fn leaf_keys(structure: Option<&crate::protos::StructuredValue>) -> Vec<Option<String>> {
+    use crate::protos::structured_value::Kind as S;
+    fn walk(
+        value: &crate::protos::StructuredValue,
+        key: Option<&str>,
+        out: &mut Vec<Option<String>>,
+    ) {
+        match &value.kind {
+            Some(S::ListValue(l)) => l.values.iter().for_each(|v| walk(v, None, out)),
+            Some(S::TupleValue(t)) => t.values.iter().for_each(|v| walk(v, None, out)),
+            Some(S::DictValue(d)) => {
+                let mut entries: Vec<_> = d.fields.iter().collect();
+                entries.sort_by_key(|(k, _)| k.as_str());
+                entries.into_iter().for_each(|(k, v)| walk(v, Some(k), out));
+            }
+            Some(S::NamedTupleValue(n)) => n.values.iter().for_each(|p| {
+                if let Some(v) = &p.value {
+                    walk(v, Some(&p.key), out)
+                }
+            }),
+            Some(S::TensorSpecValue(_) | S::BoundedTensorSpecValue(_)) => {
+                out.push(key.map(String::from))
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(value) = structure {
+        walk(value, None, &mut out);
+    }
+    out
+}
+
 fn object_paths(objects: &crate::protos::SavedObjectGraph) -> HashMap<usize, String> {
     let mut paths = HashMap::new();
     let mut queue = std::collections::VecDeque::from([(0usize, String::new())]);
