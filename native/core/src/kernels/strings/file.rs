@@ -27,3 +27,33 @@ fn read_file(_: &NodeSpec) -> Made {
         one(Tensor::strings(Vec::new(), vec![contents]))
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::engine::attrs::Attrs;
+    use crate::engine::context::FileAccess;
+    use crate::engine::library::Library;
+    use crate::engine::Value;
+
+    #[test]
+    fn files_outside_the_model_are_refused_by_name() {
+        let library = Library::new(None, &[], crate::kernels::registry(), FileAccess::default());
+        let ctx = library.context();
+        let map = HashMap::new();
+        let spec = NodeSpec {
+            name: "read",
+            op: "ReadFile",
+            attrs: Attrs::new(&map),
+            num_inputs: 1,
+        };
+        let read = read_file(&spec).unwrap();
+        let name = Value::tensor(Tensor::strings(Vec::new(), vec![b"/etc/hostname".to_vec()]));
+        let err = read.run(&ctx, &[name]).unwrap_err().to_string();
+        assert!(err.contains("/etc/hostname"), "{err}");
+        let vector = Value::tensor(Tensor::strings(vec![1], vec![b"x".to_vec()]));
+        assert!(read.run(&ctx, &[vector]).is_err());
+    }
+}

@@ -3,6 +3,7 @@
 //! per key and an export is a copy of the columns.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::dtype::DType;
 use crate::engine::kernel::{fail, KResult};
@@ -17,10 +18,57 @@ pub enum Kind {
     Mutable,
 }
 
+/// A fast hash for table keys (lookups are the hot loop of Keras' lookup layers): multiply
+/// and rotate per word, as rustc's FxHash. Keys come from the model and its inputs; a caller
+/// who crafts colliding keys only slows their own lookups.
+#[derive(Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl KeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let mut last = [0u8; 8];
+        let rest = chunks.remainder();
+        last[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 56));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Map<K> = HashMap<K, usize, BuildHasherDefault<KeyHasher>>;
+
 /// Keys by slot: integer keys (int32 widened) or byte strings.
 enum Index {
-    Int(HashMap<i64, usize>),
-    Bytes(HashMap<Vec<u8>, usize>),
+    Int(Map<i64>),
+    Bytes(Map<Vec<u8>>),
 }
 
 /// The keys an op passes, in the form the index probes.
@@ -94,8 +142,8 @@ impl Table {
             value_dtype,
             initialized: kind == Kind::Mutable,
             index: match key_dtype {
-                DType::String => Index::Bytes(HashMap::new()),
-                _ => Index::Int(HashMap::new()),
+                DType::String => Index::Bytes(Map::default()),
+                _ => Index::Int(Map::default()),
             },
             keys: column(key_dtype),
             values: column(value_dtype),
@@ -310,5 +358,75 @@ fn swap_remove(column: &mut Storage, slot: usize) {
         Storage::Float64(v) => drop(v.swap_remove(slot)),
         Storage::Bool(v) => drop(v.swap_remove(slot)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(items: &[&str]) -> Vec<Vec<u8>> {
+        items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn static_tables_fill_once_and_keep_defaults() {
+        let mut t = Table::new("t".into(), Kind::Static, DType::String, DType::Int64);
+        let keys = words(&["a", "b"]);
+        assert!(t
+            .find(&Keys::Bytes(&keys), &Storage::Int64(vec![-1]))
+            .is_err());
+        assert_eq!(t.size(), 0);
+        t.insert(&Keys::Bytes(&keys), &Storage::Int64(vec![1, 2]), false)
+            .unwrap();
+        t.initialized = true;
+        let probe = words(&["b", "z", "a"]);
+        let found = t
+            .find(&Keys::Bytes(&probe), &Storage::Int64(vec![-1]))
+            .unwrap();
+        assert_eq!(found, Storage::Int64(vec![2, -1, 1]));
+        let per_key = t
+            .find(&Keys::Bytes(&probe), &Storage::Int64(vec![7, 8, 9]))
+            .unwrap();
+        assert_eq!(per_key, Storage::Int64(vec![2, 8, 1]));
+        assert!(t
+            .find(&Keys::Bytes(&probe), &Storage::Float32(vec![0.0]))
+            .is_err());
+    }
+
+    #[test]
+    fn initializers_refuse_conflicting_duplicates() {
+        let mut t = Table::new("t".into(), Kind::Static, DType::Int64, DType::Float32);
+        let same = Keys::Int(vec![3, 3]);
+        assert!(t
+            .insert(&same, &Storage::Float32(vec![0.5, 0.5]), false)
+            .is_ok());
+        assert!(t
+            .insert(&same, &Storage::Float32(vec![0.5, 1.5]), false)
+            .is_err());
+    }
+
+    #[test]
+    fn mutable_tables_insert_remove_and_export() {
+        let mut t = Table::new("m".into(), Kind::Mutable, DType::Int32, DType::Float64);
+        t.insert(
+            &Keys::Int(vec![1, 2, 3]),
+            &Storage::Float64(vec![1.0, 2.0, 3.0]),
+            true,
+        )
+        .unwrap();
+        t.insert(&Keys::Int(vec![2]), &Storage::Float64(vec![20.0]), true)
+            .unwrap();
+        t.remove(&Keys::Int(vec![1, 9]));
+        assert_eq!(t.size(), 2);
+        let found = t
+            .find(&Keys::Int(vec![1, 2, 3]), &Storage::Float64(vec![0.0]))
+            .unwrap();
+        assert_eq!(found, Storage::Float64(vec![0.0, 20.0, 3.0]));
+        let (keys, values) = t.export().unwrap();
+        assert_eq!(keys.values::<i32>().unwrap(), [3, 2]);
+        assert_eq!(values.values::<f64>().unwrap(), [3.0, 20.0]);
+        t.clear();
+        assert_eq!(t.size(), 0);
     }
 }
