@@ -231,6 +231,9 @@ fn rewrite_parts(rewrite: &[u8], groups: usize) -> Result<Vec<Part>, String> {
 struct Replacer {
     regex: Regex,
     parts: Vec<Part>,
+    /// Whether the rewrite copies a group other than the whole match (else finding where
+    /// each match is suffices, which is cheaper than capturing).
+    groups: bool,
     global: bool,
 }
 
@@ -238,19 +241,24 @@ impl Replacer {
     fn new(pattern: &[u8], rewrite: &[u8], global: bool) -> Result<Self, String> {
         let regex = compile(pattern, false)?;
         let parts = rewrite_parts(rewrite, regex.captures_len() - 1)?;
+        let groups = parts.iter().any(|p| matches!(p, Part::Group(g) if *g > 0));
         Ok(Self {
             regex,
             parts,
+            groups,
             global,
         })
     }
 
-    fn rewrite(&self, caps: &Captures, out: &mut Vec<u8>) {
+    /// Appends the rewrite of a match (`whole`, with its groups in `caps` when they are used).
+    fn rewrite(&self, whole: &[u8], caps: Option<&Captures>, out: &mut Vec<u8>) {
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.extend_from_slice(t),
+                Part::Group(0) => out.extend_from_slice(whole),
                 Part::Group(g) => {
-                    out.extend_from_slice(caps.get(*g).map_or(&[][..], |m| m.as_bytes()))
+                    let group = caps.and_then(|c| c.get(*g));
+                    out.extend_from_slice(group.map_or(&[][..], |m| m.as_bytes()))
                 }
             }
         }
@@ -263,10 +271,18 @@ impl Replacer {
         let mut p = 0;
         let mut last_end = None;
         while p <= text.len() {
-            let Some(caps) = self.regex.captures_at(text, p) else {
-                break;
+            let (m, caps) = if self.groups {
+                let Some(caps) = self.regex.captures_at(text, p) else {
+                    break;
+                };
+                let Some(m) = caps.get(0) else { break };
+                (m, Some(caps))
+            } else {
+                let Some(m) = self.regex.find_at(text, p) else {
+                    break;
+                };
+                (m, None)
             };
-            let Some(m) = caps.get(0) else { break };
             out.extend_from_slice(&text[p..m.start()]);
             if m.is_empty() && last_end == Some(m.start()) {
                 let n = char_len(&text[m.start()..]);
@@ -274,7 +290,7 @@ impl Replacer {
                 p = m.start() + n.max(1);
                 continue;
             }
-            self.rewrite(&caps, &mut out);
+            self.rewrite(m.as_bytes(), caps.as_ref(), &mut out);
             p = m.end();
             last_end = Some(p);
             if !self.global {
