@@ -73,15 +73,26 @@ enum Index {
 
 /// The keys an op passes, in the form the index probes.
 pub enum Keys<'a> {
-    Int(Vec<i64>),
+    Int32(&'a [i32]),
+    Int64(&'a [i64]),
     Bytes(&'a [Vec<u8>]),
 }
 
 impl Keys<'_> {
     pub fn len(&self) -> usize {
         match self {
-            Keys::Int(v) => v.len(),
+            Keys::Int32(v) => v.len(),
+            Keys::Int64(v) => v.len(),
             Keys::Bytes(v) => v.len(),
+        }
+    }
+
+    /// Integer key `i` (int32 widened); None for string keys.
+    fn int(&self, i: usize) -> Option<i64> {
+        match self {
+            Keys::Int32(v) => Some(i64::from(v[i])),
+            Keys::Int64(v) => Some(v[i]),
+            Keys::Bytes(_) => None,
         }
     }
 }
@@ -166,8 +177,8 @@ impl Table {
         }
         Ok(match t.storage() {
             Storage::String(v) => Keys::Bytes(v),
-            Storage::Int32(v) => Keys::Int(v.iter().map(|&k| i64::from(k)).collect()),
-            Storage::Int64(v) => Keys::Int(v.clone()),
+            Storage::Int32(v) => Keys::Int32(v),
+            Storage::Int64(v) => Keys::Int64(v),
             _ => return Err(self.mismatch(op, "keys", t.dtype())),
         })
     }
@@ -182,9 +193,9 @@ impl Table {
 
     fn slot(&self, keys: &Keys, i: usize) -> Option<usize> {
         match (&self.index, keys) {
-            (Index::Int(map), Keys::Int(k)) => map.get(&k[i]).copied(),
+            (Index::Int(map), _) => map.get(&keys.int(i)?).copied(),
             (Index::Bytes(map), Keys::Bytes(k)) => map.get(k[i].as_slice()).copied(),
-            _ => None,
+            (Index::Bytes(_), _) => None,
         }
     }
 
@@ -208,11 +219,11 @@ impl Table {
     /// Adds key `i` of `keys` as the key of `slot` (the caller checked it is absent).
     fn push_key(&mut self, keys: &Keys, i: usize, slot: usize) {
         match (&mut self.index, keys, &mut self.keys) {
-            (Index::Int(map), Keys::Int(k), Storage::Int32(column)) => {
-                map.insert(k[i], slot);
-                column.push(k[i] as i32);
+            (Index::Int(map), Keys::Int32(k), Storage::Int32(column)) => {
+                map.insert(i64::from(k[i]), slot);
+                column.push(k[i]);
             }
-            (Index::Int(map), Keys::Int(k), Storage::Int64(column)) => {
+            (Index::Int(map), Keys::Int64(k), Storage::Int64(column)) => {
                 map.insert(k[i], slot);
                 column.push(k[i]);
             }
@@ -254,8 +265,8 @@ impl Table {
 
     fn describe_key(&self, keys: &Keys, i: usize) -> String {
         match keys {
-            Keys::Int(k) => k[i].to_string(),
             Keys::Bytes(k) => format!("{:?}", String::from_utf8_lossy(&k[i])),
+            _ => keys.int(i).unwrap_or_default().to_string(),
         }
     }
 
@@ -266,7 +277,7 @@ impl Table {
                 continue;
             };
             match (&mut self.index, keys) {
-                (Index::Int(map), Keys::Int(k)) => drop(map.remove(&k[i])),
+                (Index::Int(map), _) => drop(keys.int(i).and_then(|k| map.remove(&k))),
                 (Index::Bytes(map), Keys::Bytes(k)) => drop(map.remove(k[i].as_slice())),
                 _ => {}
             }
@@ -397,7 +408,7 @@ mod tests {
     #[test]
     fn initializers_refuse_conflicting_duplicates() {
         let mut t = Table::new("t".into(), Kind::Static, DType::Int64, DType::Float32);
-        let same = Keys::Int(vec![3, 3]);
+        let same = Keys::Int64(&[3, 3]);
         assert!(t
             .insert(&same, &Storage::Float32(vec![0.5, 0.5]), false)
             .is_ok());
@@ -410,17 +421,17 @@ mod tests {
     fn mutable_tables_insert_remove_and_export() {
         let mut t = Table::new("m".into(), Kind::Mutable, DType::Int32, DType::Float64);
         t.insert(
-            &Keys::Int(vec![1, 2, 3]),
+            &Keys::Int32(&[1, 2, 3]),
             &Storage::Float64(vec![1.0, 2.0, 3.0]),
             true,
         )
         .unwrap();
-        t.insert(&Keys::Int(vec![2]), &Storage::Float64(vec![20.0]), true)
+        t.insert(&Keys::Int32(&[2]), &Storage::Float64(vec![20.0]), true)
             .unwrap();
-        t.remove(&Keys::Int(vec![1, 9]));
+        t.remove(&Keys::Int32(&[1, 9]));
         assert_eq!(t.size(), 2);
         let found = t
-            .find(&Keys::Int(vec![1, 2, 3]), &Storage::Float64(vec![0.0]))
+            .find(&Keys::Int32(&[1, 2, 3]), &Storage::Float64(vec![0.0]))
             .unwrap();
         assert_eq!(found, Storage::Float64(vec![0.0, 20.0, 3.0]));
         let (keys, values) = t.export().unwrap();
