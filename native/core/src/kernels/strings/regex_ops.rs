@@ -5,7 +5,8 @@
 //! a pattern so it means what RE2 reads: `\d`, `\w`, `\s`, `\b` (and their negations) are
 //! ASCII classes in RE2 but Unicode ones in `regex`; inside a class, `[`, `&&`, `~~` and `--`
 //! are literal in RE2 but nested classes or set operations in `regex`; a `{` that starts no
-//! repetition is literal in RE2 but an error in `regex`. Matching is on bytes: text that is not
+//! repetition is literal in RE2 but an error in `regex`; `\Q...\E` quotes literal text in RE2
+//! only. Matching is on bytes: text that is not
 //! UTF-8 is searched as it is, and `.` matches no invalid byte, as in RE2.
 
 use std::sync::Mutex;
@@ -47,9 +48,26 @@ fn translate(re2: &str) -> String {
         i += 1;
         if c == '\\' {
             match chars.get(i) {
+                Some('Q') if class.is_none() => {
+                    // `\Q...\E` quotes literal text, which `regex` has no syntax for.
+                    let rest: String = chars[i + 1..].iter().collect();
+                    let quoted = rest.split("\\E").next().unwrap_or_default();
+                    out.push_str(&regex::escape(quoted));
+                    i += 1 + quoted.chars().count() + 2;
+                }
                 Some(&e) => {
                     i += 1;
                     out.push_str(&escape(e, class.is_some()));
+                    // `\p{Greek}`, `\x{263a}`: the braces belong to the escape.
+                    if matches!(e, 'p' | 'P' | 'x') && chars.get(i) == Some(&'{') {
+                        while let Some(&d) = chars.get(i) {
+                            i += 1;
+                            out.push(d);
+                            if d == '}' {
+                                break;
+                            }
+                        }
+                    }
                 }
                 None => out.push('\\'),
             }
@@ -386,6 +404,10 @@ mod tests {
         assert!(full(r"a{2}", "aa"));
         assert!(full(r"[[:digit:]x]+", "1x"));
         assert!(full(r"[]a]+", "]a"));
+        assert!(full(r"\p{Greek}+\x{41}", "\u{3b1}\u{3b2}A"));
+        assert!(full(r"[\p{Lu}\x{61}]+", "Aa"));
+        assert!(full(r"\Q.*[\E+", ".*[[["));
+        assert!(full(r"a\Q.b", "a.b"));
     }
 
     #[test]
