@@ -6,8 +6,8 @@
 //! ASCII classes in RE2 but Unicode ones in `regex`; inside a class, `[`, `&&`, `~~` and `--`
 //! are literal in RE2 but nested classes or set operations in `regex`; a `{` that starts no
 //! repetition is literal in RE2 but an error in `regex`; `\Q...\E` quotes literal text in RE2
-//! only. Matching is on bytes: text that is not
-//! UTF-8 is searched as it is, and `.` matches no invalid byte, as in RE2.
+//! only. Matching is on bytes: text that is not UTF-8 is searched as it is, and `.` matches no
+//! invalid byte, as in RE2.
 
 use std::sync::Mutex;
 
