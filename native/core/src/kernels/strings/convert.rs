@@ -22,6 +22,9 @@ struct Format {
     padded: bool,
 }
 
+/// The largest width or precision AsString accepts.
+const MAX_WIDTH: i64 = 1 << 16;
+
 fn as_string_format(node: &NodeSpec) -> Result<Format, String> {
     let a = &node.attrs;
     let dtype = a.dtype("T")?;
@@ -30,6 +33,12 @@ fn as_string_format(node: &NodeSpec) -> Result<Format, String> {
     let shortest = a.bool_or("shortest", false)?;
     let width = a.int_or("width", -1)?;
     let fill = a.bytes("fill").unwrap_or_default();
+    // Far beyond any real use; a larger one would only make every element that many bytes.
+    if width > MAX_WIDTH || precision > MAX_WIDTH {
+        return Err(format!(
+            "width {width} and precision {precision} must be at most {MAX_WIDTH}"
+        ));
+    }
     if scientific && shortest {
         return Err("Cannot select both scientific and shortest notation".into());
     }

@@ -10,12 +10,12 @@
 use crate::engine::kernel::{fail, KResult, Kernel, Registry};
 use crate::tensor::Tensor;
 
-pub(super) mod convert;
+mod convert;
 mod farmhash;
-pub(super) mod file;
+mod file;
 mod format;
 mod printf;
-mod regex;
+mod regex_ops;
 mod split;
 mod tables;
 mod text;
@@ -25,7 +25,7 @@ pub use farmhash::fingerprint64;
 pub fn register(r: &mut Registry) {
     text::register(r);
     split::register(r);
-    regex::register(r);
+    regex_ops::register(r);
     convert::register(r);
     format::register(r);
     file::register(r);

@@ -284,3 +284,107 @@ fn remove(_: &NodeSpec) -> Made {
         Ok(Vec::new())
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::engine::attrs::Attrs;
+    use crate::engine::context::FileAccess;
+    use crate::engine::library::Library;
+    use crate::protos::attr_value::Value as A;
+    use crate::protos::AttrValue;
+
+    fn attrs(pairs: &[(&str, A)]) -> HashMap<String, AttrValue> {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    AttrValue {
+                        value: Some(v.clone()),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn kernel(
+        name: &str,
+        op: &str,
+        map: &HashMap<String, AttrValue>,
+    ) -> Box<dyn crate::engine::Kernel> {
+        let spec = NodeSpec {
+            name,
+            op,
+            attrs: Attrs::new(map),
+            num_inputs: 0,
+        };
+        let info = crate::kernels::registry();
+        (info.get(op).unwrap().factory)(&spec).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn strings(items: &[&str]) -> Value {
+        Value::tensor(Tensor::strings(
+            vec![items.len()],
+            items.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        ))
+    }
+
+    #[test]
+    fn tables_are_shared_by_name_and_checked_by_dtype() {
+        let library = Library::new(None, &[], crate::kernels::registry(), FileAccess::default());
+        let ctx = library.context();
+        let table_attrs = |shared: &str| {
+            attrs(&[
+                ("key_dtype", A::Type(DType::String.to_proto())),
+                ("value_dtype", A::Type(DType::Int64.to_proto())),
+                ("shared_name", A::S(shared.as_bytes().to_vec())),
+            ])
+        };
+        let shared = table_attrs("words");
+        let unshared = table_attrs("");
+        let first = kernel("a", "HashTableV2", &shared).run(&ctx, &[]).unwrap();
+        let second = kernel("b", "HashTableV2", &shared).run(&ctx, &[]).unwrap();
+        let own = kernel("c", "HashTableV2", &unshared)
+            .run(&ctx, &[])
+            .unwrap();
+        let empty = attrs(&[]);
+        let init = kernel("init", "LookupTableImportV2", &empty);
+        let keys = strings(&["x", "y"]);
+        let values = Value::tensor(Tensor::from_vec(vec![2], vec![5i64, 6]));
+        init.run(&ctx, &[first[0].clone(), keys, values]).unwrap();
+
+        let find = kernel("find", "LookupTableFindV2", &empty);
+        let default = Value::tensor(Tensor::scalar(-1i64));
+        let probe = strings(&["y", "q"]);
+        let found = find
+            .run(&ctx, &[second[0].clone(), probe.clone(), default.clone()])
+            .unwrap();
+        let Value::Tensor(found) = &found[0] else {
+            panic!()
+        };
+        assert_eq!(found.values::<i64>().unwrap(), [6, -1]);
+        // The unshared table is another, not yet initialized.
+        assert!(find
+            .run(&ctx, &[own[0].clone(), probe.clone(), default])
+            .is_err());
+        // A default of the wrong dtype is an error, not a panic.
+        let wrong = Value::tensor(Tensor::scalar(0.5f32));
+        assert!(find.run(&ctx, &[first[0].clone(), probe, wrong]).is_err());
+        let size = kernel("size", "LookupTableSizeV2", &empty)
+            .run(&ctx, &[first[0].clone()])
+            .unwrap();
+        let Value::Tensor(size) = &size[0] else {
+            panic!()
+        };
+        assert_eq!(size.values::<i64>().unwrap(), [2]);
+        // A static table refuses inserts.
+        let insert = kernel("insert", "LookupTableInsertV2", &empty);
+        let more = Value::tensor(Tensor::from_vec(vec![1], vec![7i64]));
+        assert!(insert
+            .run(&ctx, &[first[0].clone(), strings(&["z"]), more])
+            .is_err());
+    }
+}

@@ -3,6 +3,7 @@
 //! per key and an export is a copy of the columns.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::dtype::DType;
 use crate::engine::kernel::{fail, KResult};
@@ -17,23 +18,81 @@ pub enum Kind {
     Mutable,
 }
 
+/// A fast hash for table keys (lookups are the hot loop of Keras' lookup layers): multiply
+/// and rotate per word, as rustc's FxHash. Keys come from the model and its inputs; a caller
+/// who crafts colliding keys only slows their own lookups.
+#[derive(Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl KeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let mut last = [0u8; 8];
+        let rest = chunks.remainder();
+        last[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 56));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Map<K> = HashMap<K, usize, BuildHasherDefault<KeyHasher>>;
+
 /// Keys by slot: integer keys (int32 widened) or byte strings.
 enum Index {
-    Int(HashMap<i64, usize>),
-    Bytes(HashMap<Vec<u8>, usize>),
+    Int(Map<i64>),
+    Bytes(Map<Vec<u8>>),
 }
 
 /// The keys an op passes, in the form the index probes.
 pub enum Keys<'a> {
-    Int(Vec<i64>),
+    Int32(&'a [i32]),
+    Int64(&'a [i64]),
     Bytes(&'a [Vec<u8>]),
 }
 
 impl Keys<'_> {
     pub fn len(&self) -> usize {
         match self {
-            Keys::Int(v) => v.len(),
+            Keys::Int32(v) => v.len(),
+            Keys::Int64(v) => v.len(),
             Keys::Bytes(v) => v.len(),
+        }
+    }
+
+    /// Integer key `i` (int32 widened); None for string keys.
+    fn int(&self, i: usize) -> Option<i64> {
+        match self {
+            Keys::Int32(v) => Some(i64::from(v[i])),
+            Keys::Int64(v) => Some(v[i]),
+            Keys::Bytes(_) => None,
         }
     }
 }
@@ -94,8 +153,8 @@ impl Table {
             value_dtype,
             initialized: kind == Kind::Mutable,
             index: match key_dtype {
-                DType::String => Index::Bytes(HashMap::new()),
-                _ => Index::Int(HashMap::new()),
+                DType::String => Index::Bytes(Map::default()),
+                _ => Index::Int(Map::default()),
             },
             keys: column(key_dtype),
             values: column(value_dtype),
@@ -118,8 +177,8 @@ impl Table {
         }
         Ok(match t.storage() {
             Storage::String(v) => Keys::Bytes(v),
-            Storage::Int32(v) => Keys::Int(v.iter().map(|&k| i64::from(k)).collect()),
-            Storage::Int64(v) => Keys::Int(v.clone()),
+            Storage::Int32(v) => Keys::Int32(v),
+            Storage::Int64(v) => Keys::Int64(v),
             _ => return Err(self.mismatch(op, "keys", t.dtype())),
         })
     }
@@ -134,9 +193,9 @@ impl Table {
 
     fn slot(&self, keys: &Keys, i: usize) -> Option<usize> {
         match (&self.index, keys) {
-            (Index::Int(map), Keys::Int(k)) => map.get(&k[i]).copied(),
+            (Index::Int(map), _) => map.get(&keys.int(i)?).copied(),
             (Index::Bytes(map), Keys::Bytes(k)) => map.get(k[i].as_slice()).copied(),
-            _ => None,
+            (Index::Bytes(_), _) => None,
         }
     }
 
@@ -160,11 +219,11 @@ impl Table {
     /// Adds key `i` of `keys` as the key of `slot` (the caller checked it is absent).
     fn push_key(&mut self, keys: &Keys, i: usize, slot: usize) {
         match (&mut self.index, keys, &mut self.keys) {
-            (Index::Int(map), Keys::Int(k), Storage::Int32(column)) => {
-                map.insert(k[i], slot);
-                column.push(k[i] as i32);
+            (Index::Int(map), Keys::Int32(k), Storage::Int32(column)) => {
+                map.insert(i64::from(k[i]), slot);
+                column.push(k[i]);
             }
-            (Index::Int(map), Keys::Int(k), Storage::Int64(column)) => {
+            (Index::Int(map), Keys::Int64(k), Storage::Int64(column)) => {
                 map.insert(k[i], slot);
                 column.push(k[i]);
             }
@@ -206,8 +265,8 @@ impl Table {
 
     fn describe_key(&self, keys: &Keys, i: usize) -> String {
         match keys {
-            Keys::Int(k) => k[i].to_string(),
             Keys::Bytes(k) => format!("{:?}", String::from_utf8_lossy(&k[i])),
+            _ => keys.int(i).unwrap_or_default().to_string(),
         }
     }
 
@@ -218,7 +277,7 @@ impl Table {
                 continue;
             };
             match (&mut self.index, keys) {
-                (Index::Int(map), Keys::Int(k)) => drop(map.remove(&k[i])),
+                (Index::Int(map), _) => drop(keys.int(i).and_then(|k| map.remove(&k))),
                 (Index::Bytes(map), Keys::Bytes(k)) => drop(map.remove(k[i].as_slice())),
                 _ => {}
             }
@@ -310,5 +369,75 @@ fn swap_remove(column: &mut Storage, slot: usize) {
         Storage::Float64(v) => drop(v.swap_remove(slot)),
         Storage::Bool(v) => drop(v.swap_remove(slot)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(items: &[&str]) -> Vec<Vec<u8>> {
+        items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn static_tables_fill_once_and_keep_defaults() {
+        let mut t = Table::new("t".into(), Kind::Static, DType::String, DType::Int64);
+        let keys = words(&["a", "b"]);
+        assert!(t
+            .find(&Keys::Bytes(&keys), &Storage::Int64(vec![-1]))
+            .is_err());
+        assert_eq!(t.size(), 0);
+        t.insert(&Keys::Bytes(&keys), &Storage::Int64(vec![1, 2]), false)
+            .unwrap();
+        t.initialized = true;
+        let probe = words(&["b", "z", "a"]);
+        let found = t
+            .find(&Keys::Bytes(&probe), &Storage::Int64(vec![-1]))
+            .unwrap();
+        assert_eq!(found, Storage::Int64(vec![2, -1, 1]));
+        let per_key = t
+            .find(&Keys::Bytes(&probe), &Storage::Int64(vec![7, 8, 9]))
+            .unwrap();
+        assert_eq!(per_key, Storage::Int64(vec![2, 8, 1]));
+        assert!(t
+            .find(&Keys::Bytes(&probe), &Storage::Float32(vec![0.0]))
+            .is_err());
+    }
+
+    #[test]
+    fn initializers_refuse_conflicting_duplicates() {
+        let mut t = Table::new("t".into(), Kind::Static, DType::Int64, DType::Float32);
+        let same = Keys::Int64(&[3, 3]);
+        assert!(t
+            .insert(&same, &Storage::Float32(vec![0.5, 0.5]), false)
+            .is_ok());
+        assert!(t
+            .insert(&same, &Storage::Float32(vec![0.5, 1.5]), false)
+            .is_err());
+    }
+
+    #[test]
+    fn mutable_tables_insert_remove_and_export() {
+        let mut t = Table::new("m".into(), Kind::Mutable, DType::Int32, DType::Float64);
+        t.insert(
+            &Keys::Int32(&[1, 2, 3]),
+            &Storage::Float64(vec![1.0, 2.0, 3.0]),
+            true,
+        )
+        .unwrap();
+        t.insert(&Keys::Int32(&[2]), &Storage::Float64(vec![20.0]), true)
+            .unwrap();
+        t.remove(&Keys::Int32(&[1, 9]));
+        assert_eq!(t.size(), 2);
+        let found = t
+            .find(&Keys::Int32(&[1, 2, 3]), &Storage::Float64(vec![0.0]))
+            .unwrap();
+        assert_eq!(found, Storage::Float64(vec![0.0, 20.0, 3.0]));
+        let (keys, values) = t.export().unwrap();
+        assert_eq!(keys.values::<i32>().unwrap(), [3, 2]);
+        assert_eq!(values.values::<f64>().unwrap(), [3.0, 20.0]);
+        t.clear();
+        assert_eq!(t.size(), 0);
     }
 }

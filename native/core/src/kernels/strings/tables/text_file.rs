@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, NodeSpec};
 use crate::kernels::strings::convert::{parse_f32, parse_f64, parse_int};
 use crate::kernels::strings::file::read_named;
-use crate::kernels::strings::Made;
+use crate::kernels::strings::{scalar_bytes, Made};
 use crate::tensor::{Storage, Tensor};
 
 const OP: &str = "InitializeTableFromTextFileV2";
@@ -50,8 +50,7 @@ pub fn initialize(node: &NodeSpec) -> Made {
     Ok(boxed(move |ctx, inputs| {
         let filename = tensor_input(inputs, 1)?;
         let data = read_named(ctx, &filename, OP)?;
-        let path = String::from_utf8_lossy(filename.string_values().unwrap_or(&[])[0].as_slice())
-            .into_owned();
+        let path = String::from_utf8_lossy(scalar_bytes(&filename, "filename")?).into_owned();
         on_table(inputs, OP, |t| {
             if t.kind != Kind::Static {
                 return Err(fail(format!(
@@ -222,5 +221,50 @@ impl Column {
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns(key_index: i64, value_index: i64, vocab_size: i64, offset: i64) -> Columns {
+        Columns {
+            key_index,
+            value_index,
+            delimiter: b'\t',
+            vocab_size,
+            offset,
+        }
+    }
+
+    #[test]
+    fn lines_drop_their_ends() {
+        assert_eq!(lines(b"a\r\nb\nc", "f").unwrap(), [&b"a"[..], b"b", b"c"]);
+        assert_eq!(lines(b"a\n", "f").unwrap(), [b"a"]);
+        assert!(lines(b"", "f").is_err());
+    }
+
+    #[test]
+    fn columns_give_keys_and_values() {
+        let t = Table::new("t".into(), Kind::Static, DType::String, DType::Int64);
+        let file: [&[u8]; 3] = [b"red", b"green", b"blue"];
+        let (keys, values) = columns(WHOLE_LINE, LINE_NUMBER, -1, 1)
+            .entries(&file, &t, "vocab")
+            .unwrap();
+        assert_eq!(
+            keys,
+            Storage::String(vec![b"red".to_vec(), b"green".to_vec(), b"blue".to_vec()])
+        );
+        assert_eq!(values, Storage::Int64(vec![1, 2, 3]));
+        assert!(columns(WHOLE_LINE, LINE_NUMBER, 4, 0)
+            .entries(&file, &t, "vocab")
+            .is_err());
+
+        let t = Table::new("t".into(), Kind::Static, DType::String, DType::Float32);
+        let tsv: [&[u8]; 3] = [b"red\t1\t0.5", b"green\t2\t-1.25", b"bad"];
+        let (_, values) = columns(0, 2, 2, 0).entries(&tsv, &t, "scores").unwrap();
+        assert_eq!(values, Storage::Float32(vec![0.5, -1.25]));
+        assert!(columns(0, 2, -1, 0).entries(&tsv, &t, "scores").is_err());
     }
 }

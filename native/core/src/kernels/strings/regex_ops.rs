@@ -5,8 +5,9 @@
 //! a pattern so it means what RE2 reads: `\d`, `\w`, `\s`, `\b` (and their negations) are
 //! ASCII classes in RE2 but Unicode ones in `regex`; inside a class, `[`, `&&`, `~~` and `--`
 //! are literal in RE2 but nested classes or set operations in `regex`; a `{` that starts no
-//! repetition is literal in RE2 but an error in `regex`. Matching is on bytes: text that is not
-//! UTF-8 is searched as it is, and `.` matches no invalid byte, as in RE2.
+//! repetition is literal in RE2 but an error in `regex`; `\Q...\E` quotes literal text in RE2
+//! only. Matching is on bytes: text that is not UTF-8 is searched as it is, and `.` matches no
+//! invalid byte, as in RE2.
 
 use std::sync::Mutex;
 
@@ -47,9 +48,26 @@ fn translate(re2: &str) -> String {
         i += 1;
         if c == '\\' {
             match chars.get(i) {
+                Some('Q') if class.is_none() => {
+                    // `\Q...\E` quotes literal text, which `regex` has no syntax for.
+                    let rest: String = chars[i + 1..].iter().collect();
+                    let quoted = rest.split("\\E").next().unwrap_or_default();
+                    out.push_str(&regex::escape(quoted));
+                    i += 1 + quoted.chars().count() + 2;
+                }
                 Some(&e) => {
                     i += 1;
                     out.push_str(&escape(e, class.is_some()));
+                    // `\p{Greek}`, `\x{263a}`: the braces belong to the escape.
+                    if matches!(e, 'p' | 'P' | 'x') && chars.get(i) == Some(&'{') {
+                        while let Some(&d) = chars.get(i) {
+                            i += 1;
+                            out.push(d);
+                            if d == '}' {
+                                break;
+                            }
+                        }
+                    }
                 }
                 None => out.push('\\'),
             }
@@ -231,6 +249,9 @@ fn rewrite_parts(rewrite: &[u8], groups: usize) -> Result<Vec<Part>, String> {
 struct Replacer {
     regex: Regex,
     parts: Vec<Part>,
+    /// Whether the rewrite copies a group other than the whole match (else finding where
+    /// each match is suffices, which is cheaper than capturing).
+    groups: bool,
     global: bool,
 }
 
@@ -238,19 +259,24 @@ impl Replacer {
     fn new(pattern: &[u8], rewrite: &[u8], global: bool) -> Result<Self, String> {
         let regex = compile(pattern, false)?;
         let parts = rewrite_parts(rewrite, regex.captures_len() - 1)?;
+        let groups = parts.iter().any(|p| matches!(p, Part::Group(g) if *g > 0));
         Ok(Self {
             regex,
             parts,
+            groups,
             global,
         })
     }
 
-    fn rewrite(&self, caps: &Captures, out: &mut Vec<u8>) {
+    /// Appends the rewrite of a match (`whole`, with its groups in `caps` when they are used).
+    fn rewrite(&self, whole: &[u8], caps: Option<&Captures>, out: &mut Vec<u8>) {
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.extend_from_slice(t),
+                Part::Group(0) => out.extend_from_slice(whole),
                 Part::Group(g) => {
-                    out.extend_from_slice(caps.get(*g).map_or(&[][..], |m| m.as_bytes()))
+                    let group = caps.and_then(|c| c.get(*g));
+                    out.extend_from_slice(group.map_or(&[][..], |m| m.as_bytes()))
                 }
             }
         }
@@ -263,10 +289,18 @@ impl Replacer {
         let mut p = 0;
         let mut last_end = None;
         while p <= text.len() {
-            let Some(caps) = self.regex.captures_at(text, p) else {
-                break;
+            let (m, caps) = if self.groups {
+                let Some(caps) = self.regex.captures_at(text, p) else {
+                    break;
+                };
+                let Some(m) = caps.get(0) else { break };
+                (m, Some(caps))
+            } else {
+                let Some(m) = self.regex.find_at(text, p) else {
+                    break;
+                };
+                (m, None)
             };
-            let Some(m) = caps.get(0) else { break };
             out.extend_from_slice(&text[p..m.start()]);
             if m.is_empty() && last_end == Some(m.start()) {
                 let n = char_len(&text[m.start()..]);
@@ -274,7 +308,7 @@ impl Replacer {
                 p = m.start() + n.max(1);
                 continue;
             }
-            self.rewrite(&caps, &mut out);
+            self.rewrite(m.as_bytes(), caps.as_ref(), &mut out);
             p = m.end();
             last_end = Some(p);
             if !self.global {
@@ -370,6 +404,10 @@ mod tests {
         assert!(full(r"a{2}", "aa"));
         assert!(full(r"[[:digit:]x]+", "1x"));
         assert!(full(r"[]a]+", "]a"));
+        assert!(full(r"\p{Greek}+\x{41}", "\u{3b1}\u{3b2}A"));
+        assert!(full(r"[\p{Lu}\x{61}]+", "Aa"));
+        assert!(full(r"\Q.*[\E+", ".*[[["));
+        assert!(full(r"a\Q.b", "a.b"));
     }
 
     #[test]
