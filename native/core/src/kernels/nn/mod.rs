@@ -5,10 +5,12 @@
 
 use crate::engine::kernel::Registry;
 
+mod backprop;
 mod batchnorm;
 mod bias;
 mod conv;
 mod depthwise;
+mod einsum;
 mod gemm;
 mod layout;
 mod matmul;
@@ -19,6 +21,7 @@ mod window;
 pub fn register(r: &mut Registry) {
     r.add("Conv2D", conv::conv2d);
     r.add("DepthwiseConv2dNative", depthwise::depthwise_conv2d);
+    r.add("Conv2DBackpropInput", backprop::conv2d_backprop_input);
     r.add("BiasAdd", bias::bias_add);
     r.add("BiasAddV1", bias::bias_add);
     r.add("MaxPool", pool::max_pool);
@@ -27,6 +30,7 @@ pub fn register(r: &mut Registry) {
     for op in ["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"] {
         r.add(op, batchnorm::fused_batch_norm);
     }
+    r.add("Einsum", einsum::einsum);
     r.add("MatMul", matmul::mat_mul);
     r.add("BatchMatMul", matmul::batch_mat_mul);
     r.add("BatchMatMulV2", matmul::batch_mat_mul_v2);
