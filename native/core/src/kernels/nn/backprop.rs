@@ -11,7 +11,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
-use crate::kernels::nn::num::{run_num, Num, NumOp};
+use crate::kernels::nn::num::{run_num, zeros, Num, NumOp};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, split, Spec};
 use crate::kernels::util::{int_values, make};
 use crate::tensor::{element_count, Tensor};
@@ -150,7 +150,7 @@ impl NumOp for Call {
 /// The transposed convolution of NHWC `grad` by `filter`, NHWC.
 fn transposed<T: Num>(g: &Geometry, filter: &[T], grad: &[T]) -> KResult<Vec<T>> {
     let image = g.h * g.w * g.c;
-    let mut out = vec![T::default(); g.n * image];
+    let mut out = zeros(g.n * image)?;
     let pixels = g.rows.out * g.cols.out;
     if out.is_empty() || pixels == 0 {
         return Ok(out);
@@ -172,7 +172,11 @@ fn transposed<T: Num>(g: &Geometry, filter: &[T], grad: &[T]) -> KResult<Vec<T>>
     Ok(out)
 }
 
-/// Image `b`'s input gradient, group by group: products, then col2im.
+/// Products buffered per step: bounds the memory of large images and filters.
+const TILE_ELEMENTS: usize = 1 << 18;
+
+/// Image `b`'s input gradient, group by group and tile of output pixels by tile: products,
+/// then col2im.
 fn image_gradient<T: Num>(
     g: &Geometry,
     filter: &[T],
@@ -184,27 +188,32 @@ fn image_gradient<T: Num>(
     let pixels = g.rows.out * g.cols.out;
     let depth = g.kh * g.kw * g.gi;
     let go = g.o / g.groups;
+    let tile = (TILE_ELEMENTS / depth.max(1)).clamp(1, pixels.max(1));
     for group in 0..g.groups {
-        cols.clear();
-        cols.resize(pixels * depth, T::default());
-        let product = Product {
-            m: pixels,
-            n: depth,
-            k: go,
-            a: Layout::rows(b * pixels * g.o + group * go, g.o),
-            b: Layout::rows(group * go, g.o).t(),
-            dst: Layout::rows(0, depth),
-        };
-        T::product(&product, grad, filter, cols, g.n == 1)?;
-        scatter(g, group, cols, dst);
+        for first in (0..pixels).step_by(tile) {
+            let rows = tile.min(pixels - first);
+            cols.clear();
+            cols.resize(rows * depth, T::default());
+            let product = Product {
+                m: rows,
+                n: depth,
+                k: go,
+                a: Layout::rows((b * pixels + first) * g.o + group * go, g.o),
+                b: Layout::rows(group * go, g.o).t(),
+                dst: Layout::rows(0, depth),
+            };
+            T::product(&product, grad, filter, cols, g.n == 1)?;
+            scatter(g, group, first, cols, dst);
+        }
     }
     Ok(())
 }
 
-/// col2im: adds each pixel's tap products into the input pixels the taps read.
-fn scatter<T: Num>(g: &Geometry, group: usize, cols: &[T], dst: &mut [T]) {
+/// col2im: adds the tap products of pixels `first..` into the input pixels the taps read.
+fn scatter<T: Num>(g: &Geometry, group: usize, first: usize, cols: &[T], dst: &mut [T]) {
     let depth = g.kh * g.kw * g.gi;
     for (p, row) in cols.chunks_exact(depth).enumerate() {
+        let p = first + p;
         let (oy, ox) = (p / g.cols.out, p % g.cols.out);
         for i in 0..g.kh {
             let Some(ih) = g.rows.source(oy, i, g.h) else {
@@ -246,5 +255,34 @@ mod tests {
         assert_eq!(out.values::<f32>().unwrap(), &[3.0, 3.0, 5.0, 5.0]);
         let bad = Tensor::from_vec(vec![1, 1, 3, 1], vec![1.0f32; 3]);
         assert!(backprop_input(&spec, &sizes, &filter, &bad).is_err());
+    }
+
+    /// The transposed convolution is the adjoint of the convolution: <conv(x), dy> equals
+    /// <x, backprop(dy)> for any x and dy (here large enough to take several tiles).
+    #[test]
+    fn is_the_adjoint_of_conv2d() {
+        let spec = Spec {
+            channels_first: false,
+            strides: [1, 2],
+            dilations: [1, 1],
+            padding: Padding::Same,
+            explicit: [[0, 0]; 2],
+        };
+        let values = |n: usize, seed: usize| -> Vec<f64> {
+            (0..n)
+                .map(|i| ((i * 31 + seed) % 13) as f64 - 6.0)
+                .collect()
+        };
+        let x = Tensor::from_vec(vec![1, 200, 100, 4], values(80000, 1));
+        let filter = Tensor::from_vec(vec![3, 3, 4, 5], values(180, 2));
+        let y = crate::kernels::nn::conv::conv(&spec, &x, &filter).unwrap();
+        let dy = Tensor::from_vec(y.shape().to_vec(), values(y.len(), 3));
+        let sizes = Tensor::from_vec(vec![4], vec![1i64, 200, 100, 4]);
+        let dx = backprop_input(&spec, &sizes, &filter, &dy).unwrap();
+        let dot = |a: &Tensor, b: &Tensor| -> f64 {
+            let (a, b) = (a.values::<f64>().unwrap(), b.values::<f64>().unwrap());
+            a.iter().zip(b).map(|(p, q)| p * q).sum()
+        };
+        assert_eq!(dot(&y, &dy), dot(&x, &dx));
     }
 }

@@ -12,7 +12,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::depthwise;
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
-use crate::kernels::nn::num::{run_num, Num, NumOp};
+use crate::kernels::nn::num::{run_num, zeros, Num, NumOp};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
@@ -29,6 +29,10 @@ const TYPES: [DType; 5] = [
 /// Patch-matrix elements per tile: large enough for an efficient product, small enough to
 /// stay in cache.
 const TILE_ELEMENTS: usize = 1 << 16;
+
+/// The fewest output pixels per tile: each tile packs the filter anew for its product, which
+/// must be tall enough to repay that.
+const MIN_TILE_ROWS: usize = 192;
 
 pub fn conv2d(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     let spec = conv_spec(&node.attrs)?;
@@ -150,7 +154,7 @@ impl NumOp for Call {
 /// The NHWC convolution of `x` by `filter` (HWIO, I the channels per group).
 pub fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
     let count = g.pixels() * g.o;
-    let mut out = vec![T::default(); count];
+    let mut out = zeros(count)?;
     if count == 0 {
         return Ok(out);
     }
@@ -202,7 +206,7 @@ fn pointwise<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KRes
 fn tiling(g: &Geometry) -> (usize, bool) {
     let pixels = g.pixels();
     let depth = g.depth().max(1);
-    let tile = (TILE_ELEMENTS / depth).clamp(1, pixels);
+    let tile = (TILE_ELEMENTS / depth).max(MIN_TILE_ROWS).min(pixels);
     let tiles = pixels.div_ceil(tile);
     let work = pixels.saturating_mul(depth).saturating_mul(g.o);
     if tiles < 2 || work < PARALLEL_WORK {

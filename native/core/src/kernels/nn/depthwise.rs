@@ -9,7 +9,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
-use crate::kernels::nn::num::{run_num, Num, NumOp, FLOATS};
+use crate::kernels::nn::num::{run_num, zeros, Num, NumOp, FLOATS};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Spec};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
@@ -81,7 +81,7 @@ impl NumOp for Call {
         let [x, filter] = inputs else {
             return Err(fail("DepthwiseConv2dNative takes 2 inputs"));
         };
-        let mut out = vec![T::default(); self.g.out_shape().iter().product()];
+        let mut out = zeros(self.g.out_shape().iter().product())?;
         if !self.channels_first {
             direct(&self.g, self.multiplier, x, filter, &mut out);
             return Ok(out);

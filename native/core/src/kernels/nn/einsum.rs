@@ -12,7 +12,7 @@ use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::gemm::{Batch, Layout};
 use crate::kernels::nn::layout::{gather, permute, strides};
-use crate::kernels::nn::num::{run_num, Num, NumOp};
+use crate::kernels::nn::num::{run_num, zeros, Num, NumOp};
 use crate::kernels::util::{broadcast_offsets, make};
 use crate::tensor::{element_count, Tensor};
 
@@ -434,7 +434,7 @@ impl Call {
             .collect();
         let column_major = *out == swapped && *out != natural;
         let count = product(&batch) * m * n;
-        let mut result = vec![T::default(); count];
+        let mut result = zeros(count)?;
         Batch {
             m,
             n,

@@ -7,6 +7,8 @@ use crate::engine::kernel::Registry;
 
 mod backprop;
 mod batchnorm;
+#[cfg(test)]
+mod bench;
 mod bias;
 mod conv;
 mod depthwise;

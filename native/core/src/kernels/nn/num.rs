@@ -123,6 +123,15 @@ macro_rules! complex {
 complex!(f32);
 complex!(f64);
 
+/// `count` zeros (default values), or an error rather than an abort when memory runs out.
+pub fn zeros<T: Default + Clone>(count: usize) -> KResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(count)
+        .map_err(|_| fail(format!("cannot allocate an output of {count} elements")))?;
+    v.resize(count, T::default());
+    Ok(v)
+}
+
 /// A kernel body generic over [`Num`] element types: gets every same-dtype input's elements.
 pub trait NumOp {
     fn run<T: Num>(&self, inputs: &[&[T]]) -> KResult<Vec<T>>;
