@@ -218,22 +218,29 @@ fn tiling(g: &Geometry) -> (usize, bool) {
     (pixels.div_ceil(rounds * threads).max(1), true)
 }
 
-/// im2col + GEMM over tiles of output pixels.
+/// im2col + GEMM over tiles of output pixels; in parallel, each thread takes one contiguous
+/// share of the tiles and one patch buffer for all of them.
 fn patches_product<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KResult<()> {
     let (tile, parallel) = tiling(g);
-    let run = |buffer: &mut Vec<T>, (t, chunk): (usize, &mut [T])| {
-        tile_product(g, x, filter, t * tile, chunk, buffer, !parallel)
-    };
-    if parallel {
-        out.par_chunks_mut(tile * g.o)
-            .enumerate()
-            .try_for_each_init(Vec::new, run)
-    } else {
+    let tile_len = tile * g.o;
+    let tiles = |first_tile: usize, share: &mut [T]| {
         let mut buffer = Vec::new();
-        out.chunks_mut(tile * g.o)
+        share
+            .chunks_mut(tile_len)
             .enumerate()
-            .try_for_each(|item| run(&mut buffer, item))
+            .try_for_each(|(t, chunk)| {
+                let first = (first_tile + t) * tile;
+                tile_product(g, x, filter, first, chunk, &mut buffer, !parallel)
+            })
+    };
+    if !parallel {
+        return tiles(0, out);
     }
+    let threads = rayon::current_num_threads().max(1);
+    let per_thread = out.len().div_ceil(tile_len).div_ceil(threads);
+    out.par_chunks_mut(per_thread * tile_len)
+        .enumerate()
+        .try_for_each(|(i, share)| tiles(i * per_thread, share))
 }
 
 /// The output rows of pixels `first..` (as many as `out` holds), group by group.
