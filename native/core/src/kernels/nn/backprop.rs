@@ -258,7 +258,8 @@ mod tests {
     }
 
     /// The transposed convolution is the adjoint of the convolution: <conv(x), dy> equals
-    /// <x, backprop(dy)> for any x and dy (here large enough to take several tiles).
+    /// <x, backprop(dy)> for any x and dy (here large enough to take several tiles, and with
+    /// two groups).
     #[test]
     fn is_the_adjoint_of_conv2d() {
         let spec = Spec {
@@ -273,16 +274,19 @@ mod tests {
                 .map(|i| ((i * 31 + seed) % 13) as f64 - 6.0)
                 .collect()
         };
-        let x = Tensor::from_vec(vec![1, 200, 100, 4], values(80000, 1));
-        let filter = Tensor::from_vec(vec![3, 3, 4, 5], values(180, 2));
-        let y = crate::kernels::nn::conv::conv(&spec, &x, &filter).unwrap();
-        let dy = Tensor::from_vec(y.shape().to_vec(), values(y.len(), 3));
-        let sizes = Tensor::from_vec(vec![4], vec![1i64, 200, 100, 4]);
-        let dx = backprop_input(&spec, &sizes, &filter, &dy).unwrap();
-        let dot = |a: &Tensor, b: &Tensor| -> f64 {
-            let (a, b) = (a.values::<f64>().unwrap(), b.values::<f64>().unwrap());
-            a.iter().zip(b).map(|(p, q)| p * q).sum()
-        };
-        assert_eq!(dot(&y, &dy), dot(&x, &dx));
+        for filter_shape in [[3, 3, 4, 5], [3, 3, 2, 6]] {
+            let x = Tensor::from_vec(vec![1, 200, 100, 4], values(80000, 1));
+            let count = filter_shape.iter().product();
+            let filter = Tensor::from_vec(filter_shape.to_vec(), values(count, 2));
+            let y = crate::kernels::nn::conv::conv(&spec, &x, &filter).unwrap();
+            let dy = Tensor::from_vec(y.shape().to_vec(), values(y.len(), 3));
+            let sizes = Tensor::from_vec(vec![4], vec![1i64, 200, 100, 4]);
+            let dx = backprop_input(&spec, &sizes, &filter, &dy).unwrap();
+            let dot = |a: &Tensor, b: &Tensor| -> f64 {
+                let (a, b) = (a.values::<f64>().unwrap(), b.values::<f64>().unwrap());
+                a.iter().zip(b).map(|(p, q)| p * q).sum()
+            };
+            assert_eq!(dot(&y, &dy), dot(&x, &dx));
+        }
     }
 }

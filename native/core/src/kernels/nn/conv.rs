@@ -416,4 +416,23 @@ mod tests {
         assert!(conv(&spec, &x, &f32_filter).is_err());
         assert!(conv(&spec, &tensor(&[3, 3, 2], 1), &tensor(&[1, 1, 2, 1], 1)).is_err());
     }
+
+    #[test]
+    fn channels_first_is_the_transposed_channels_last() {
+        let (x, f) = (tensor(&[2, 6, 5, 3], 1), tensor(&[3, 2, 3, 4], 2));
+        let nhwc = conv(&spec(Padding::Same, 2), &x, &f).unwrap();
+        let nchw_spec = Spec {
+            channels_first: true,
+            ..spec(Padding::Same, 2)
+        };
+        let x_nchw = Tensor::from_vec(
+            vec![2, 3, 6, 5],
+            to_nchw(x.values::<f64>().unwrap(), [2, 6, 5, 3]),
+        );
+        let out = conv(&nchw_spec, &x_nchw, &f).unwrap();
+        let [n, h, w, c] = rank4(nhwc.shape(), "out").unwrap();
+        assert_eq!(out.shape(), &[n, c, h, w]);
+        let back = to_nhwc(out.values::<f64>().unwrap(), [n, c, h, w]);
+        assert_eq!(back, nhwc.values::<f64>().unwrap());
+    }
 }

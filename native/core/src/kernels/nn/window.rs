@@ -34,6 +34,19 @@ impl Axis {
 }
 
 impl Axis {
+    /// The taps of output `o` that read an input element (not padding): a range, since the
+    /// source index grows with the tap index.
+    pub fn taps(&self, o: usize, size: usize) -> std::ops::Range<usize> {
+        let start = o * self.stride;
+        // Tap t reads start + t·dilation - before, which must lie in 0..size.
+        let lo = self.before.saturating_sub(start).div_ceil(self.dilation);
+        let hi = (size + self.before)
+            .checked_sub(start + 1)
+            .map_or(0, |last| last / self.dilation + 1)
+            .min(self.window);
+        lo.min(hi)..hi
+    }
+
     /// The outputs whose tap `t` reads an input element (not padding): a range, since the
     /// source index grows with the output index.
     pub fn valid(&self, t: usize, size: usize) -> std::ops::Range<usize> {
@@ -275,6 +288,10 @@ mod tests {
                 .filter(|&o| b.source(o, t, 8).is_some())
                 .collect();
             assert_eq!(b.valid(t, 8).collect::<Vec<_>>(), valid);
+        }
+        for o in 0..a.out {
+            let taps: Vec<usize> = (0..3).filter(|&t| a.source(o, t, 7).is_some()).collect();
+            assert_eq!(a.taps(o, 7).collect::<Vec<_>>(), taps);
         }
     }
 }
