@@ -12,7 +12,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::depthwise;
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
-use crate::kernels::nn::num::{run_num, zeros, Num, NumOp};
+use crate::kernels::nn::num::{f32_values, run_num, zeros, Num, NumOp};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
@@ -74,11 +74,10 @@ impl Geometry {
     }
 }
 
-/// Conv2D of `x` by an HWIO `filter` under `spec`.
-pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
-    let xs = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
+/// The geometry of Conv2D of `x` by an HWIO `filter` under `spec`, with TensorFlow's checks.
+fn geometry(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Geometry> {
+    let [n, h, w, c] = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
     let [kh, kw, gi, o] = rank4(filter.shape(), "filter")?;
-    let [n, h, w, c] = xs;
     if gi == 0 {
         return Err(fail(format!(
             "filter depth must be stricly positive, got {gi}"
@@ -116,6 +115,12 @@ pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
             "filter must not have zero elements (i.e. all dimensions must be non-zero)",
         ));
     }
+    Ok(g)
+}
+
+/// Conv2D of `x` by an HWIO `filter` under `spec`.
+pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
+    let g = geometry(spec, x, filter)?;
     let call = Call {
         g,
         channels_first: spec.channels_first,
@@ -131,6 +136,30 @@ pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
     make(shape, storage)
 }
 
+/// A pass over finished output rows (whole pixels, channels last) while they are in cache.
+pub type Epilogue<'a, T> = &'a (dyn Fn(&mut [T]) + Sync);
+
+/// Conv2D of float32 NHWC tensors with `epilogue` applied to each block of output pixels as
+/// soon as it is computed: a fused bias and activation without another pass over memory.
+pub fn conv_fused(
+    spec: &Spec,
+    x: &Tensor,
+    filter: &Tensor,
+    epilogue: Epilogue<f32>,
+) -> KResult<Tensor> {
+    if spec.channels_first {
+        return Err(fail("a fused Conv2D must be NHWC"));
+    }
+    let g = geometry(spec, x, filter)?;
+    let out = convolve(
+        &g,
+        f32_values(x, "input")?,
+        f32_values(filter, "filter")?,
+        epilogue,
+    )?;
+    Ok(Tensor::from_vec(g.out_shape().to_vec(), out))
+}
+
 struct Call {
     g: Geometry,
     channels_first: bool,
@@ -143,16 +172,22 @@ impl NumOp for Call {
             return Err(fail("Conv2D takes 2 inputs"));
         };
         if !self.channels_first {
-            return convolve(&self.g, x, filter);
+            return convolve(&self.g, x, filter, &|_| {});
         }
         let x = to_nhwc(x, self.input_shape);
-        let out = convolve(&self.g, &x, filter)?;
+        let out = convolve(&self.g, &x, filter, &|_| {})?;
         Ok(to_nchw(&out, self.g.out_shape()))
     }
 }
 
-/// The NHWC convolution of `x` by `filter` (HWIO, I the channels per group).
-pub fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
+/// The NHWC convolution of `x` by `filter` (HWIO, I the channels per group), `epilogue`
+/// applied to every output pixel once.
+pub fn convolve<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    filter: &[T],
+    epilogue: Epilogue<T>,
+) -> KResult<Vec<T>> {
     let count = g.pixels() * g.o;
     let mut out = zeros(count)?;
     if count == 0 {
@@ -160,11 +195,12 @@ pub fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> 
     }
     if g.gi == 1 && g.groups > 1 {
         let multiplier = g.o / g.groups;
-        depthwise::direct(g, multiplier, x, filter, &mut out);
+        depthwise::direct(g, multiplier, x, filter, &mut out, epilogue);
     } else if is_pointwise(g) {
         pointwise(g, x, filter, &mut out)?;
+        epilogue(&mut out);
     } else {
-        patches_product(g, x, filter, &mut out)?;
+        patches_product(g, x, filter, &mut out, epilogue)?;
     }
     Ok(out)
 }
@@ -220,7 +256,13 @@ fn tiling(g: &Geometry) -> (usize, bool) {
 
 /// im2col + GEMM over tiles of output pixels; in parallel, each thread takes one contiguous
 /// share of the tiles and one patch buffer for all of them.
-fn patches_product<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KResult<()> {
+fn patches_product<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    filter: &[T],
+    out: &mut [T],
+    epilogue: Epilogue<T>,
+) -> KResult<()> {
     let (tile, parallel) = tiling(g);
     let tile_len = tile * g.o;
     let tiles = |first_tile: usize, share: &mut [T]| {
@@ -230,7 +272,9 @@ fn patches_product<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -
             .enumerate()
             .try_for_each(|(t, chunk)| {
                 let first = (first_tile + t) * tile;
-                tile_product(g, x, filter, first, chunk, &mut buffer, !parallel)
+                tile_product(g, x, filter, first, chunk, &mut buffer, !parallel)?;
+                epilogue(chunk);
+                Ok(())
             })
     };
     if !parallel {
@@ -434,5 +478,39 @@ mod tests {
         assert_eq!(out.shape(), &[n, c, h, w]);
         let back = to_nhwc(out.values::<f64>().unwrap(), [n, c, h, w]);
         assert_eq!(back, nhwc.values::<f64>().unwrap());
+    }
+
+    #[test]
+    fn fused_epilogue_sees_every_output_once() {
+        let float = |shape: &[usize], seed: u64| {
+            let t = tensor(shape, seed);
+            let v = t
+                .values::<f64>()
+                .unwrap()
+                .iter()
+                .map(|&x| x as f32)
+                .collect();
+            Tensor::from_vec(shape.to_vec(), v)
+        };
+        let shift = |v: &mut [f32]| v.iter_mut().for_each(|x| *x = x.max(0.0) + 1.0);
+        let cases: [(&[usize], &[usize]); 3] = [
+            (&[2, 40, 30, 8], &[3, 3, 8, 16]),
+            (&[1, 9, 9, 4], &[1, 1, 4, 8]),
+            (&[1, 7, 7, 6], &[3, 3, 1, 12]),
+        ];
+        for (xs, fs) in cases {
+            let (x, f) = (float(xs, 1), float(fs, 2));
+            let s = spec(Padding::Same, 1);
+            let fused = conv_fused(&s, &x, &f, &shift).unwrap();
+            let mut plain = conv(&s, &x, &f).unwrap();
+            shift(plain.values_mut::<f32>().unwrap());
+            assert_eq!(fused, plain, "{xs:?} {fs:?}");
+        }
+        let (x, f) = (float(&[1, 6, 6, 3], 1), float(&[3, 3, 3, 2], 2));
+        let s = spec(Padding::Valid, 2);
+        let fused = depthwise::depthwise_fused(&s, &x, &f, &shift).unwrap();
+        let mut plain = depthwise::depthwise(&s, &x, &f).unwrap();
+        shift(plain.values_mut::<f32>().unwrap());
+        assert_eq!(fused, plain);
     }
 }

@@ -5,6 +5,10 @@
 
 use crate::engine::kernel::Registry;
 
+pub use conv::{conv_fused, Epilogue};
+pub use depthwise::depthwise_fused;
+pub use window::{conv_spec, Spec};
+
 mod backprop;
 mod batchnorm;
 #[cfg(test)]

@@ -123,6 +123,12 @@ macro_rules! complex {
 complex!(f32);
 complex!(f64);
 
+/// A float32 tensor's elements, or an error naming `what` and its dtype.
+pub fn f32_values<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [f32]> {
+    t.values::<f32>()
+        .ok_or_else(|| fail(format!("{what} must be float32, got {}", t.dtype())))
+}
+
 /// `count` zeros (default values), or an error rather than an abort when memory runs out.
 pub fn zeros<T: Default + Clone>(count: usize) -> KResult<Vec<T>> {
     let mut v = Vec::new();
