@@ -115,6 +115,11 @@ impl Side {
 /// x × y over broadcast (or equal) batch dims.
 pub fn product(x: &Tensor, y: &Tensor, sides: [Side; 2], broadcast: bool) -> KResult<Tensor> {
     let (xs, ys) = (x.shape(), y.shape());
+    if xs.len() < 2 || ys.len() < 2 {
+        return Err(fail(format!(
+            "In[0] and In[1] ndims must be >= 2: {xs:?}, {ys:?}"
+        )));
+    }
     let (m, k, a) = sides[0].matrix(xs);
     let (k2, n, b) = sides[1].matrix(ys);
     let (bx, by) = (&xs[..xs.len() - 2], &ys[..ys.len() - 2]);
