@@ -12,7 +12,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::depthwise;
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
-use crate::kernels::nn::num::{run_num, Num, NumOp};
+use crate::kernels::nn::num::{f32_values, run_num, zeros, Num, NumOp};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
@@ -29,6 +29,10 @@ const TYPES: [DType; 5] = [
 /// Patch-matrix elements per tile: large enough for an efficient product, small enough to
 /// stay in cache.
 const TILE_ELEMENTS: usize = 1 << 16;
+
+/// The fewest output pixels per tile: each tile packs the filter anew for its product, which
+/// must be tall enough to repay that.
+const MIN_TILE_ROWS: usize = 192;
 
 pub fn conv2d(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     let spec = conv_spec(&node.attrs)?;
@@ -70,11 +74,10 @@ impl Geometry {
     }
 }
 
-/// Conv2D of `x` by an HWIO `filter` under `spec`.
-pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
-    let xs = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
+/// The geometry of Conv2D of `x` by an HWIO `filter` under `spec`, with TensorFlow's checks.
+fn geometry(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Geometry> {
+    let [n, h, w, c] = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
     let [kh, kw, gi, o] = rank4(filter.shape(), "filter")?;
-    let [n, h, w, c] = xs;
     if gi == 0 {
         return Err(fail(format!(
             "filter depth must be stricly positive, got {gi}"
@@ -112,6 +115,12 @@ pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
             "filter must not have zero elements (i.e. all dimensions must be non-zero)",
         ));
     }
+    Ok(g)
+}
+
+/// Conv2D of `x` by an HWIO `filter` under `spec`.
+pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
+    let g = geometry(spec, x, filter)?;
     let call = Call {
         g,
         channels_first: spec.channels_first,
@@ -127,6 +136,30 @@ pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
     make(shape, storage)
 }
 
+/// A pass over finished output rows (whole pixels, channels last) while they are in cache.
+pub type Epilogue<'a, T> = &'a (dyn Fn(&mut [T]) + Sync);
+
+/// Conv2D of float32 NHWC tensors with `epilogue` applied to each block of output pixels as
+/// soon as it is computed: a fused bias and activation without another pass over memory.
+pub fn conv_fused(
+    spec: &Spec,
+    x: &Tensor,
+    filter: &Tensor,
+    epilogue: Epilogue<f32>,
+) -> KResult<Tensor> {
+    if spec.channels_first {
+        return Err(fail("a fused Conv2D must be NHWC"));
+    }
+    let g = geometry(spec, x, filter)?;
+    let out = convolve(
+        &g,
+        f32_values(x, "input")?,
+        f32_values(filter, "filter")?,
+        epilogue,
+    )?;
+    Ok(Tensor::from_vec(g.out_shape().to_vec(), out))
+}
+
 struct Call {
     g: Geometry,
     channels_first: bool,
@@ -139,28 +172,35 @@ impl NumOp for Call {
             return Err(fail("Conv2D takes 2 inputs"));
         };
         if !self.channels_first {
-            return convolve(&self.g, x, filter);
+            return convolve(&self.g, x, filter, &|_| {});
         }
         let x = to_nhwc(x, self.input_shape);
-        let out = convolve(&self.g, &x, filter)?;
+        let out = convolve(&self.g, &x, filter, &|_| {})?;
         Ok(to_nchw(&out, self.g.out_shape()))
     }
 }
 
-/// The NHWC convolution of `x` by `filter` (HWIO, I the channels per group).
-pub fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
+/// The NHWC convolution of `x` by `filter` (HWIO, I the channels per group), `epilogue`
+/// applied to every output pixel once.
+pub fn convolve<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    filter: &[T],
+    epilogue: Epilogue<T>,
+) -> KResult<Vec<T>> {
     let count = g.pixels() * g.o;
-    let mut out = vec![T::default(); count];
+    let mut out = zeros(count)?;
     if count == 0 {
         return Ok(out);
     }
     if g.gi == 1 && g.groups > 1 {
         let multiplier = g.o / g.groups;
-        depthwise::direct(g, multiplier, x, filter, &mut out);
+        depthwise::direct(g, multiplier, x, filter, &mut out, epilogue);
     } else if is_pointwise(g) {
         pointwise(g, x, filter, &mut out)?;
+        epilogue(&mut out);
     } else {
-        patches_product(g, x, filter, &mut out)?;
+        patches_product(g, x, filter, &mut out, epilogue)?;
     }
     Ok(out)
 }
@@ -202,7 +242,7 @@ fn pointwise<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KRes
 fn tiling(g: &Geometry) -> (usize, bool) {
     let pixels = g.pixels();
     let depth = g.depth().max(1);
-    let tile = (TILE_ELEMENTS / depth).clamp(1, pixels);
+    let tile = (TILE_ELEMENTS / depth).max(MIN_TILE_ROWS).min(pixels);
     let tiles = pixels.div_ceil(tile);
     let work = pixels.saturating_mul(depth).saturating_mul(g.o);
     if tiles < 2 || work < PARALLEL_WORK {
@@ -214,22 +254,37 @@ fn tiling(g: &Geometry) -> (usize, bool) {
     (pixels.div_ceil(rounds * threads).max(1), true)
 }
 
-/// im2col + GEMM over tiles of output pixels.
-fn patches_product<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KResult<()> {
+/// im2col + GEMM over tiles of output pixels; in parallel, each thread takes one contiguous
+/// share of the tiles and one patch buffer for all of them.
+fn patches_product<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    filter: &[T],
+    out: &mut [T],
+    epilogue: Epilogue<T>,
+) -> KResult<()> {
     let (tile, parallel) = tiling(g);
-    let run = |buffer: &mut Vec<T>, (t, chunk): (usize, &mut [T])| {
-        tile_product(g, x, filter, t * tile, chunk, buffer, !parallel)
-    };
-    if parallel {
-        out.par_chunks_mut(tile * g.o)
-            .enumerate()
-            .try_for_each_init(Vec::new, run)
-    } else {
+    let tile_len = tile * g.o;
+    let tiles = |first_tile: usize, share: &mut [T]| {
         let mut buffer = Vec::new();
-        out.chunks_mut(tile * g.o)
+        share
+            .chunks_mut(tile_len)
             .enumerate()
-            .try_for_each(|item| run(&mut buffer, item))
+            .try_for_each(|(t, chunk)| {
+                let first = (first_tile + t) * tile;
+                tile_product(g, x, filter, first, chunk, &mut buffer, !parallel)?;
+                epilogue(chunk);
+                Ok(())
+            })
+    };
+    if !parallel {
+        return tiles(0, out);
     }
+    let threads = rayon::current_num_threads().max(1);
+    let per_thread = out.len().div_ceil(tile_len).div_ceil(threads);
+    out.par_chunks_mut(per_thread * tile_len)
+        .enumerate()
+        .try_for_each(|(i, share)| tiles(i * per_thread, share))
 }
 
 /// The output rows of pixels `first..` (as many as `out` holds), group by group.
@@ -404,5 +459,58 @@ mod tests {
         let f32_filter = Tensor::from_vec(vec![1, 1, 2, 1], vec![1.0f32, 2.0]);
         assert!(conv(&spec, &x, &f32_filter).is_err());
         assert!(conv(&spec, &tensor(&[3, 3, 2], 1), &tensor(&[1, 1, 2, 1], 1)).is_err());
+    }
+
+    #[test]
+    fn channels_first_is_the_transposed_channels_last() {
+        let (x, f) = (tensor(&[2, 6, 5, 3], 1), tensor(&[3, 2, 3, 4], 2));
+        let nhwc = conv(&spec(Padding::Same, 2), &x, &f).unwrap();
+        let nchw_spec = Spec {
+            channels_first: true,
+            ..spec(Padding::Same, 2)
+        };
+        let x_nchw = Tensor::from_vec(
+            vec![2, 3, 6, 5],
+            to_nchw(x.values::<f64>().unwrap(), [2, 6, 5, 3]),
+        );
+        let out = conv(&nchw_spec, &x_nchw, &f).unwrap();
+        let [n, h, w, c] = rank4(nhwc.shape(), "out").unwrap();
+        assert_eq!(out.shape(), &[n, c, h, w]);
+        let back = to_nhwc(out.values::<f64>().unwrap(), [n, c, h, w]);
+        assert_eq!(back, nhwc.values::<f64>().unwrap());
+    }
+
+    #[test]
+    fn fused_epilogue_sees_every_output_once() {
+        let float = |shape: &[usize], seed: u64| {
+            let t = tensor(shape, seed);
+            let v = t
+                .values::<f64>()
+                .unwrap()
+                .iter()
+                .map(|&x| x as f32)
+                .collect();
+            Tensor::from_vec(shape.to_vec(), v)
+        };
+        let shift = |v: &mut [f32]| v.iter_mut().for_each(|x| *x = x.max(0.0) + 1.0);
+        let cases: [(&[usize], &[usize]); 3] = [
+            (&[2, 40, 30, 8], &[3, 3, 8, 16]),
+            (&[1, 9, 9, 4], &[1, 1, 4, 8]),
+            (&[1, 7, 7, 6], &[3, 3, 1, 12]),
+        ];
+        for (xs, fs) in cases {
+            let (x, f) = (float(xs, 1), float(fs, 2));
+            let s = spec(Padding::Same, 1);
+            let fused = conv_fused(&s, &x, &f, &shift).unwrap();
+            let mut plain = conv(&s, &x, &f).unwrap();
+            shift(plain.values_mut::<f32>().unwrap());
+            assert_eq!(fused, plain, "{xs:?} {fs:?}");
+        }
+        let (x, f) = (float(&[1, 6, 6, 3], 1), float(&[3, 3, 3, 2], 2));
+        let s = spec(Padding::Valid, 2);
+        let fused = depthwise::depthwise_fused(&s, &x, &f, &shift).unwrap();
+        let mut plain = depthwise::depthwise(&s, &x, &f).unwrap();
+        shift(plain.values_mut::<f32>().unwrap());
+        assert_eq!(fused, plain);
     }
 }

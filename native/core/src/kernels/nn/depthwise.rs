@@ -6,10 +6,10 @@
 use rayon::prelude::*;
 
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
-use crate::kernels::nn::conv::Geometry;
+use crate::kernels::nn::conv::{Epilogue, Geometry};
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
-use crate::kernels::nn::num::{run_num, Num, NumOp, FLOATS};
+use crate::kernels::nn::num::{f32_values, run_num, zeros, Num, NumOp, FLOATS};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Spec};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
@@ -23,11 +23,9 @@ pub fn depthwise_conv2d(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     }))
 }
 
-/// DepthwiseConv2dNative of `x` by `filter` (H, W, C, multiplier): output channel
-/// `c * multiplier + m` is input channel `c` convolved with `filter[.., c, m]`.
-pub fn depthwise(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
-    let input_shape = rank4(x.shape(), "input")?;
-    let [n, h, w, c] = nhwc(input_shape, spec.channels_first);
+/// The geometry of a depthwise convolution and its channel multiplier.
+fn geometry(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<(Geometry, usize)> {
+    let [n, h, w, c] = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
     let [kh, kw, fc, multiplier] = rank4(filter.shape(), "filter")?;
     if fc != c {
         return Err(fail(format!(
@@ -53,11 +51,18 @@ pub fn depthwise(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
     };
     element_count(&g.out_shape())
         .ok_or_else(|| fail(format!("output shape {:?} is too large", g.out_shape())))?;
+    Ok((g, multiplier))
+}
+
+/// DepthwiseConv2dNative of `x` by `filter` (H, W, C, multiplier): output channel
+/// `c * multiplier + m` is input channel `c` convolved with `filter[.., c, m]`.
+pub fn depthwise(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
+    let (g, multiplier) = geometry(spec, x, filter)?;
     let call = Call {
         g,
         multiplier,
         channels_first: spec.channels_first,
-        input_shape,
+        input_shape: rank4(x.shape(), "input")?,
     };
     let storage = run_num(&call, &[x, filter], &FLOATS, "DepthwiseConv2dNative")?;
     let [n, oh, ow, o] = g.out_shape();
@@ -67,6 +72,30 @@ pub fn depthwise(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
         vec![n, oh, ow, o]
     };
     make(shape, storage)
+}
+
+/// DepthwiseConv2dNative of float32 NHWC tensors with `epilogue` applied to each output row
+/// as soon as it is computed (see [`crate::kernels::nn::conv_fused`]).
+pub fn depthwise_fused(
+    spec: &Spec,
+    x: &Tensor,
+    filter: &Tensor,
+    epilogue: Epilogue<f32>,
+) -> KResult<Tensor> {
+    if spec.channels_first {
+        return Err(fail("a fused DepthwiseConv2dNative must be NHWC"));
+    }
+    let (g, multiplier) = geometry(spec, x, filter)?;
+    let mut out = zeros(g.out_shape().iter().product())?;
+    direct(
+        &g,
+        multiplier,
+        f32_values(x, "input")?,
+        f32_values(filter, "filter")?,
+        &mut out,
+        epilogue,
+    );
+    Ok(Tensor::from_vec(g.out_shape().to_vec(), out))
 }
 
 struct Call {
@@ -81,20 +110,27 @@ impl NumOp for Call {
         let [x, filter] = inputs else {
             return Err(fail("DepthwiseConv2dNative takes 2 inputs"));
         };
-        let mut out = vec![T::default(); self.g.out_shape().iter().product()];
+        let mut out = zeros(self.g.out_shape().iter().product())?;
         if !self.channels_first {
-            direct(&self.g, self.multiplier, x, filter, &mut out);
+            direct(&self.g, self.multiplier, x, filter, &mut out, &|_| {});
             return Ok(out);
         }
         let x = to_nhwc(x, self.input_shape);
-        direct(&self.g, self.multiplier, &x, filter, &mut out);
+        direct(&self.g, self.multiplier, &x, filter, &mut out, &|_| {});
         Ok(to_nchw(&out, self.g.out_shape()))
     }
 }
 
-/// The depthwise convolution of NHWC `x` into `out` (zeroed, NHWC); `filter` is
-/// (kh, kw, c · multiplier) in memory.
-pub fn direct<T: Num>(g: &Geometry, multiplier: usize, x: &[T], filter: &[T], out: &mut [T]) {
+/// The depthwise convolution of NHWC `x` into `out` (zeroed, NHWC), `epilogue` applied to
+/// each finished output row; `filter` is (kh, kw, c · multiplier) in memory.
+pub fn direct<T: Num>(
+    g: &Geometry,
+    multiplier: usize,
+    x: &[T],
+    filter: &[T],
+    out: &mut [T],
+    epilogue: Epilogue<T>,
+) {
     let row_len = g.cols.out * g.o;
     if row_len == 0 || filter.len() < g.kh * g.kw * g.o || x.len() < g.n * g.h * g.w * g.c {
         return;
@@ -102,6 +138,7 @@ pub fn direct<T: Num>(g: &Geometry, multiplier: usize, x: &[T], filter: &[T], ou
     let oh = g.rows.out.max(1);
     let body = |(r, row): (usize, &mut [T])| {
         output_row(g, multiplier, x, filter, r / oh, r % oh, row);
+        epilogue(row);
     };
     let work = out.len().saturating_mul(g.kh * g.kw);
     if work >= PARALLEL_WORK && out.len() > row_len {
@@ -111,7 +148,9 @@ pub fn direct<T: Num>(g: &Geometry, multiplier: usize, x: &[T], filter: &[T], ou
     }
 }
 
-/// One output row (image, oy): every output pixel's channels, tap by tap.
+/// One output row (image, oy): every output pixel's channels, tap by tap. Compiled also for
+/// AVX2 (chosen at run time), where the channel loops run 8 lanes wide.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
 fn output_row<T: Num>(
     g: &Geometry,
     multiplier: usize,
@@ -127,14 +166,12 @@ fn output_row<T: Num>(
             continue;
         };
         let line = &x[(image * g.h + ih) * line_len..][..line_len];
-        for (ox, acc) in row.chunks_exact_mut(g.o).enumerate() {
-            for j in 0..g.kw {
-                let Some(iw) = g.cols.source(ox, j, g.w) else {
-                    continue;
-                };
-                let pixel = &line[iw * g.c..(iw + 1) * g.c];
-                let taps = &filter[(i * g.kw + j) * g.o..][..g.o];
-                accumulate(acc, pixel, taps, multiplier);
+        for j in 0..g.kw {
+            let taps = &filter[(i * g.kw + j) * g.o..][..g.o];
+            for ox in g.cols.valid(j, g.w) {
+                let iw = ox * g.cols.stride + j * g.cols.dilation - g.cols.before;
+                let pixel = &line[iw * g.c..][..g.c];
+                accumulate(&mut row[ox * g.o..][..g.o], pixel, taps, multiplier);
             }
         }
     }

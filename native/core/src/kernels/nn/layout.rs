@@ -1,17 +1,30 @@
 //! Axis permutations of row-major buffers: NCHW tensors are computed in NHWC (transposed in
 //! and out), and einsum brings operands into matrix-product order.
 
+/// Row-major strides of `shape`.
+pub fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
 /// `data` (row-major, of `shape`) with its axes reordered: output axis `i` is input axis
 /// `perm[i]`. The caller passes a permutation of `0..shape.len()` and a matching buffer.
 pub fn permute<T: Copy>(data: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
-    let rank = shape.len();
-    let mut strides = vec![1usize; rank];
-    for d in (0..rank.saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1];
-    }
+    let all = strides(shape);
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-    let out_strides: Vec<usize> = perm.iter().map(|&p| strides[p]).collect();
-    let count: usize = out_shape.iter().product();
+    let out_strides: Vec<usize> = perm.iter().map(|&p| all[p]).collect();
+    gather(data, &out_shape, &out_strides)
+}
+
+/// The row-major elements of a `shape` view of `data` whose element (i, j, ...) is
+/// `data[i * strides[0] + j * strides[1] + ...]` (strides of a permutation, a diagonal or a
+/// broadcast); the caller guarantees every such index is inside `data`.
+pub fn gather<T: Copy>(data: &[T], shape: &[usize], strides: &[usize]) -> Vec<T> {
+    let rank = shape.len();
+    let count: usize = shape.iter().product();
     let mut out = Vec::with_capacity(count);
     if count == 0 {
         return out;
@@ -20,7 +33,7 @@ pub fn permute<T: Copy>(data: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
         out.extend_from_slice(&data[..1]);
         return out;
     }
-    let (inner, inner_stride) = (out_shape[rank - 1], out_strides[rank - 1]);
+    let (inner, inner_stride) = (shape[rank - 1], strides[rank - 1]);
     let mut index = vec![0usize; rank - 1];
     let mut base = 0usize;
     loop {
@@ -33,11 +46,11 @@ pub fn permute<T: Copy>(data: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
             }
             d -= 1;
             index[d] += 1;
-            base += out_strides[d];
-            if index[d] < out_shape[d] {
+            base += strides[d];
+            if index[d] < shape[d] {
                 break;
             }
-            base -= out_strides[d] * out_shape[d];
+            base -= strides[d] * shape[d];
             index[d] = 0;
         }
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::gemm::{Batch, Layout};
-use crate::kernels::nn::num::{run_num, Num, NumOp};
+use crate::kernels::nn::num::{run_num, zeros, Num, NumOp};
 use crate::kernels::util::{broadcast_offsets, broadcast_shape, f32_to_half, half_to_f32, make};
 use crate::tensor::{element_count, Storage, Tensor};
 
@@ -115,6 +115,11 @@ impl Side {
 /// x × y over broadcast (or equal) batch dims.
 pub fn product(x: &Tensor, y: &Tensor, sides: [Side; 2], broadcast: bool) -> KResult<Tensor> {
     let (xs, ys) = (x.shape(), y.shape());
+    if xs.len() < 2 || ys.len() < 2 {
+        return Err(fail(format!(
+            "In[0] and In[1] ndims must be >= 2: {xs:?}, {ys:?}"
+        )));
+    }
     let (m, k, a) = sides[0].matrix(xs);
     let (k2, n, b) = sides[1].matrix(ys);
     let (bx, by) = (&xs[..xs.len() - 2], &ys[..ys.len() - 2]);
@@ -169,7 +174,7 @@ impl NumOp for Call {
             (side.conjugate && T::COMPLEX).then(|| v.iter().map(|z| z.conj()).collect::<Vec<_>>())
         };
         let (cx, cy) = (conjugated(x, &self.sides[0]), conjugated(y, &self.sides[1]));
-        let mut out = vec![T::default(); self.count];
+        let mut out = zeros(self.count)?;
         Batch {
             m: self.m,
             n: self.n,

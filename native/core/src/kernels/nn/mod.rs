@@ -1,14 +1,23 @@
 //! Neural-network kernels: matrix products (MatMul, BatchMatMul*, Einsum), BiasAdd,
 //! convolutions (Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput), pooling and batch
 //! normalization. Products go through the `gemm` crate; convolutions are im2col + GEMM or
-//! direct channel-vectorized loops over NHWC.
+//! direct channel-vectorized loops over NHWC. `conv_fused` and `depthwise_fused` run a
+//! fused op's bias and activation on each block of output while it is still in cache.
 
 use crate::engine::kernel::Registry;
 
+pub use conv::{conv_fused, Epilogue};
+pub use depthwise::depthwise_fused;
+pub use window::{conv_spec, Spec};
+
+mod backprop;
 mod batchnorm;
+#[cfg(test)]
+mod bench;
 mod bias;
 mod conv;
 mod depthwise;
+mod einsum;
 mod gemm;
 mod layout;
 mod matmul;
@@ -19,6 +28,7 @@ mod window;
 pub fn register(r: &mut Registry) {
     r.add("Conv2D", conv::conv2d);
     r.add("DepthwiseConv2dNative", depthwise::depthwise_conv2d);
+    r.add("Conv2DBackpropInput", backprop::conv2d_backprop_input);
     r.add("BiasAdd", bias::bias_add);
     r.add("BiasAddV1", bias::bias_add);
     r.add("MaxPool", pool::max_pool);
@@ -27,8 +37,10 @@ pub fn register(r: &mut Registry) {
     for op in ["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"] {
         r.add(op, batchnorm::fused_batch_norm);
     }
+    r.add("Einsum", einsum::einsum);
     r.add("MatMul", matmul::mat_mul);
     r.add("BatchMatMul", matmul::batch_mat_mul);
     r.add("BatchMatMulV2", matmul::batch_mat_mul_v2);
+    // V3 is V2 with operands cast to its Tout attr, which the factory reads for that op.
     r.add("BatchMatMulV3", matmul::batch_mat_mul_v2);
 }

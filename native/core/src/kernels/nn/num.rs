@@ -123,6 +123,21 @@ macro_rules! complex {
 complex!(f32);
 complex!(f64);
 
+/// A float32 tensor's elements, or an error naming `what` and its dtype.
+pub fn f32_values<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [f32]> {
+    t.values::<f32>()
+        .ok_or_else(|| fail(format!("{what} must be float32, got {}", t.dtype())))
+}
+
+/// `count` zeros (default values), or an error rather than an abort when memory runs out.
+pub fn zeros<T: Default + Clone>(count: usize) -> KResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(count)
+        .map_err(|_| fail(format!("cannot allocate an output of {count} elements")))?;
+    v.resize(count, T::default());
+    Ok(v)
+}
+
 /// A kernel body generic over [`Num`] element types: gets every same-dtype input's elements.
 pub trait NumOp {
     fn run<T: Num>(&self, inputs: &[&[T]]) -> KResult<Vec<T>>;

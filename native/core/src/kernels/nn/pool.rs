@@ -270,12 +270,11 @@ impl Call<'_> {
         let [rows, cols] = self.g.axes;
         let oh = rows.out.max(1);
         let (image, oy) = (r / oh, r % oh);
-        (0..rows.window)
-            .filter_map(move |i| rows.source(oy, i, h))
+        rows.taps(oy, h)
+            .map(move |i| oy * rows.stride + i - rows.before)
             .flat_map(move |ih| {
-                (0..cols.window)
-                    .filter_map(move |j| cols.source(ox, j, w))
-                    .map(move |iw| ((image * h + ih) * w + iw) * c)
+                cols.taps(ox, w)
+                    .map(move |j| ((image * h + ih) * w + ox * cols.stride + j - cols.before) * c)
             })
             .filter_map(move |start| x.get(start..start + c))
     }

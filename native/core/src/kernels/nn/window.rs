@@ -33,6 +33,34 @@ impl Axis {
     }
 }
 
+impl Axis {
+    /// The taps of output `o` that read an input element (not padding): a range, since the
+    /// source index grows with the tap index.
+    pub fn taps(&self, o: usize, size: usize) -> std::ops::Range<usize> {
+        let start = o * self.stride;
+        // Tap t reads start + t·dilation - before, which must lie in 0..size.
+        let lo = self.before.saturating_sub(start).div_ceil(self.dilation);
+        let hi = (size + self.before)
+            .checked_sub(start + 1)
+            .map_or(0, |last| last / self.dilation + 1)
+            .min(self.window);
+        lo.min(hi)..hi
+    }
+
+    /// The outputs whose tap `t` reads an input element (not padding): a range, since the
+    /// source index grows with the output index.
+    pub fn valid(&self, t: usize, size: usize) -> std::ops::Range<usize> {
+        let offset = t * self.dilation;
+        // Output o reads o·stride + offset - before, which must lie in 0..size.
+        let lo = self.before.saturating_sub(offset).div_ceil(self.stride);
+        let hi = (size + self.before)
+            .checked_sub(offset + 1)
+            .map_or(0, |last| last / self.stride + 1)
+            .min(self.out);
+        lo.min(hi)..hi
+    }
+}
+
 /// The validated attrs of a 2-D windowed op, in NHWC order.
 #[derive(Clone, Debug)]
 pub struct Spec {
@@ -248,5 +276,22 @@ mod tests {
         assert_eq!((a.out, a.before), (7, 2));
         assert_eq!(a.source(0, 0, 7), None);
         assert_eq!(a.source(0, 1, 7), Some(0));
+        for t in 0..3 {
+            let valid: Vec<usize> = (0..a.out)
+                .filter(|&o| a.source(o, t, 7).is_some())
+                .collect();
+            assert_eq!(a.valid(t, 7).collect::<Vec<_>>(), valid);
+        }
+        let [b, _] = spec(Padding::Valid, 3, 1).axes(8, 8, [2, 2]).unwrap();
+        for t in 0..2 {
+            let valid: Vec<usize> = (0..b.out)
+                .filter(|&o| b.source(o, t, 8).is_some())
+                .collect();
+            assert_eq!(b.valid(t, 8).collect::<Vec<_>>(), valid);
+        }
+        for o in 0..a.out {
+            let taps: Vec<usize> = (0..3).filter(|&t| a.source(o, t, 7).is_some()).collect();
+            assert_eq!(a.taps(o, 7).collect::<Vec<_>>(), taps);
+        }
     }
 }

@@ -1,0 +1,82 @@
+//! Timings of the kernels on shapes of the target models (`cargo test --release -- --ignored
+//! bench --nocapture`); not run by default.
+
+use std::time::Instant;
+
+use crate::kernels::nn::window::{Padding, Spec};
+use crate::kernels::nn::{conv, depthwise, matmul};
+use crate::tensor::Tensor;
+
+fn tensor(shape: &[usize]) -> Tensor {
+    let count: usize = shape.iter().product();
+    let values = (0..count).map(|i| (i % 17) as f32 / 17.0 - 0.5).collect();
+    Tensor::from_vec(shape.to_vec(), values)
+}
+
+fn spec(stride: usize) -> Spec {
+    Spec {
+        channels_first: false,
+        strides: [stride; 2],
+        dilations: [1, 1],
+        padding: Padding::Same,
+        explicit: [[0, 0]; 2],
+    }
+}
+
+/// Milliseconds per call (best of a few runs) and GFLOP/s for `flops` per call.
+fn time(label: &str, flops: f64, mut f: impl FnMut()) {
+    f();
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        f();
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    println!(
+        "{label:40} {:8.3} ms {:7.1} GFLOP/s",
+        best * 1e3,
+        flops / best / 1e9
+    );
+}
+
+#[test]
+#[ignore = "timing only"]
+fn bench_nn_kernels() {
+    let convs: [(&[usize], &[usize], usize); 7] = [
+        (&[1, 224, 224, 3], &[7, 7, 3, 64], 2),
+        (&[1, 56, 56, 64], &[3, 3, 64, 64], 1),
+        (&[1, 56, 56, 64], &[1, 1, 64, 256], 1),
+        (&[1, 14, 14, 256], &[3, 3, 256, 256], 1),
+        (&[1, 7, 7, 512], &[3, 3, 512, 512], 1),
+        (&[32, 56, 56, 64], &[3, 3, 64, 64], 1),
+        (&[1, 112, 112, 32], &[3, 3, 32, 16], 1),
+    ];
+    for (xs, fs, stride) in convs {
+        let (x, f) = (tensor(xs), tensor(fs));
+        let s = spec(stride);
+        let out = conv::conv(&s, &x, &f).unwrap();
+        let flops = 2.0 * out.len() as f64 * (fs[0] * fs[1] * fs[2]) as f64;
+        time(&format!("conv {xs:?} {fs:?} /{stride}"), flops, || {
+            conv::conv(&s, &x, &f).unwrap();
+        });
+    }
+    let depthwise_cases: [(&[usize], &[usize], usize); 3] = [
+        (&[1, 112, 112, 32], &[3, 3, 32, 1], 1),
+        (&[1, 56, 56, 144], &[3, 3, 144, 1], 2),
+        (&[32, 28, 28, 192], &[3, 3, 192, 1], 1),
+    ];
+    for (xs, fs, stride) in depthwise_cases {
+        let (x, f) = (tensor(xs), tensor(fs));
+        let s = spec(stride);
+        let out = depthwise::depthwise(&s, &x, &f).unwrap();
+        let flops = 2.0 * out.len() as f64 * 9.0;
+        time(&format!("depthwise {xs:?} /{stride}"), flops, || {
+            depthwise::depthwise(&s, &x, &f).unwrap();
+        });
+    }
+    let (a, b) = (tensor(&[128, 128]), tensor(&[128, 512]));
+    let sides = [matmul::Side::new(false, false); 2];
+    time("matmul 128x128x512", 2.0 * 128.0 * 128.0 * 512.0, || {
+        matmul::product(&a, &b, sides, false).unwrap();
+    });
+}
