@@ -6,9 +6,12 @@ mod binary;
 mod broadcast;
 mod cast;
 mod compare;
+mod index;
 mod num;
+mod reduce;
 mod select;
 mod softmax;
+mod topk;
 mod unary;
 
 use crate::engine::kernel::{fail, KResult};
@@ -23,6 +26,9 @@ pub fn register(r: &mut Registry) {
     select::register(r);
     activation::register(r);
     softmax::register(r);
+    reduce::register(r);
+    index::register(r);
+    topk::register(r);
 }
 
 /// The error for a dtype an op has no kernel for.

@@ -64,6 +64,8 @@ pub trait Int:
 {
     const ZERO: Self;
     const ONE: Self;
+    const MIN: Self;
+    const MAX: Self;
     const BITS: u32;
     fn wadd(self, o: Self) -> Self;
     fn wsub(self, o: Self) -> Self;
@@ -87,6 +89,8 @@ macro_rules! int_impl {
         impl Int for $t {
             const ZERO: Self = 0;
             const ONE: Self = 1;
+            const MIN: Self = <$t>::MIN;
+            const MAX: Self = <$t>::MAX;
             const BITS: u32 = <$t>::BITS;
             fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
             fn wsub(self, o: Self) -> Self { self.wrapping_sub(o) }
