@@ -1,12 +1,17 @@
 //! The math kernels: elementwise unary and binary ops with broadcasting, casts, selection,
 //! activations, softmax and its losses, reductions, scans and top-k.
 
+mod activation;
 mod binary;
 mod broadcast;
 mod cast;
 mod compare;
+mod index;
 mod num;
+mod reduce;
 mod select;
+mod softmax;
+mod topk;
 mod unary;
 
 use crate::engine::kernel::{fail, KResult};
@@ -19,6 +24,11 @@ pub fn register(r: &mut Registry) {
     compare::register(r);
     cast::register(r);
     select::register(r);
+    activation::register(r);
+    softmax::register(r);
+    reduce::register(r);
+    index::register(r);
+    topk::register(r);
 }
 
 /// The error for a dtype an op has no kernel for.

@@ -64,6 +64,8 @@ pub trait Int:
 {
     const ZERO: Self;
     const ONE: Self;
+    const MIN: Self;
+    const MAX: Self;
     const BITS: u32;
     fn wadd(self, o: Self) -> Self;
     fn wsub(self, o: Self) -> Self;
@@ -87,6 +89,8 @@ macro_rules! int_impl {
         impl Int for $t {
             const ZERO: Self = 0;
             const ONE: Self = 1;
+            const MIN: Self = <$t>::MIN;
+            const MAX: Self = <$t>::MAX;
             const BITS: u32 = <$t>::BITS;
             fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
             fn wsub(self, o: Self) -> Self { self.wrapping_sub(o) }
@@ -314,3 +318,50 @@ pub(crate) use {
     complex_binary, complex_unary, float_binary, float_compare, float_test, float_unary,
     int_binary, int_unary,
 };
+
+/// `$body`, an expression giving a `Vec<T>` from a slice `$v: &[T]`, for an f32 or f64 tensor
+/// (half types through f32, rounded back once): `Option<Storage>` of the tensor's dtype, None
+/// for other dtypes.
+macro_rules! real_map {
+    ($t:expr, |$v:ident| $body:expr) => {{
+        use $crate::kernels::util::{f32_to_half, half_to_f32};
+        use $crate::tensor::Storage as S;
+        let t: &$crate::tensor::Tensor = $t;
+        match t.storage() {
+            S::Float32($v) => Some(S::Float32($body)),
+            S::Float64($v) => Some(S::Float64($body)),
+            S::Float16(_) | S::BFloat16(_) => {
+                let wide = half_to_f32(t).unwrap_or_default();
+                let $v: &[f32] = &wide;
+                let out: Vec<f32> = $body;
+                f32_to_half(t.dtype(), &out)
+            }
+            _ => None,
+        }
+    }};
+}
+
+/// The elements of a float tensor as f64 (half types exactly), None for other dtypes.
+pub fn wide_floats(t: &crate::tensor::Tensor) -> Option<Vec<f64>> {
+    use crate::tensor::Storage as S;
+    match t.storage() {
+        S::Float32(v) => Some(v.iter().map(|&x| f64::from(x)).collect()),
+        S::Float64(v) => Some(v.clone()),
+        S::Float16(_) | S::BFloat16(_) => {
+            crate::kernels::util::half_to_f32(t).map(|v| v.into_iter().map(f64::from).collect())
+        }
+        _ => None,
+    }
+}
+
+/// f64 values rounded to the float dtype `dtype` (through f32 for the half types).
+pub fn narrow_floats(dtype: crate::dtype::DType, values: Vec<f64>) -> crate::tensor::Storage {
+    use crate::tensor::Storage as S;
+    if dtype == crate::dtype::DType::Float64 {
+        return S::Float64(values);
+    }
+    let narrow: Vec<f32> = values.into_iter().map(|x| x as f32).collect();
+    crate::kernels::util::f32_to_half(dtype, &narrow).unwrap_or(S::Float32(narrow))
+}
+
+pub(crate) use real_map;
