@@ -97,7 +97,28 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
 
 /// The element count of an output shape, an error when it overflows.
 pub fn checked_count(shape: &[usize]) -> KResult<usize> {
-    element_count(shape).ok_or_else(|| fail(format!("output shape {shape:?} is too large")))
+    // Beyond this no buffer of any element type can be allocated (a Vec panics past
+    // isize::MAX bytes), so it is an error rather than a crash.
+    const LIMIT: usize = isize::MAX as usize / 32;
+    element_count(shape)
+        .filter(|&n| n <= LIMIT)
+        .ok_or_else(|| fail(format!("output shape {shape:?} is too large")))
+}
+
+/// The product of some dimensions of a valid shape, saturating: a tensor with a zero
+/// dimension may have others whose product overflows, and then nothing is read anyway.
+pub fn prod(dims: &[usize]) -> usize {
+    dims.iter().fold(1usize, |p, &d| p.saturating_mul(d))
+}
+
+/// An empty tensor of `shape` when it has no elements (before building any per-axis tables,
+/// whose lengths are the dimensions and may be huge when another one is zero).
+pub fn if_empty(dtype: crate::DType, shape: &[usize]) -> KResult<Option<Tensor>> {
+    if element_count(shape) == Some(0) {
+        return crate::kernels::util::make(shape.to_vec(), zeros(dtype, 0)).map(Some);
+    }
+    checked_count(shape)?;
+    Ok(None)
 }
 
 /// Output element `(i0, .., in)` = `src[tables[0][i0] + .. + tables[n][in]]`; the caller

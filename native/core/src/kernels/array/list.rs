@@ -215,7 +215,7 @@ fn stacked(items: &[Option<Arc<Tensor>>], shape: &[usize], dtype: DType) -> KRes
 fn rows(t: &Tensor) -> KResult<Vec<Option<Arc<Tensor>>>> {
     let n = t.shape().first().copied().unwrap_or(0);
     let row_shape = t.shape()[1..].to_vec();
-    let inner: usize = row_shape.iter().product();
+    let inner: usize = super::copy::prod(&row_shape);
     let pieces = split_storage!(t.storage(), v =>
         (0..n).map(|i| v.get(i * inner..(i + 1) * inner).unwrap_or_default().to_vec())
             .collect::<Vec<_>>());

@@ -78,7 +78,7 @@ fn matrix_dims(t: &Tensor) -> KResult<(usize, usize, usize)> {
         )));
     }
     let (rows, cols) = (t.shape()[r - 2], t.shape()[r - 1]);
-    Ok((t.shape()[..r - 2].iter().product(), rows, cols))
+    Ok((super::copy::prod(&t.shape()[..r - 2]), rows, cols))
 }
 
 fn band_part(_: &NodeSpec) -> Made {
@@ -98,6 +98,9 @@ fn band_part(_: &NodeSpec) -> Made {
                 "num_upper must be negative or less or equal to number of columns ({cols}) \
                  got: {upper}"
             )));
+        }
+        if t.is_empty() {
+            return Ok(vec![inputs[0].clone()]);
         }
         let mut plan = Vec::with_capacity(rows * cols);
         for r in 0..rows as i64 {
@@ -222,12 +225,15 @@ fn diag(node: &NodeSpec) -> Made {
         let batch = &diagonal.shape()[..rank - if count == 1 { 1 } else { 2 }];
         let mut out_shape = batch.to_vec();
         out_shape.extend([rows, cols]);
-        checked_count(&out_shape)?;
+        if let Some(empty) = super::copy::if_empty(diagonal.dtype(), &out_shape)? {
+            return one(empty);
+        }
+        checked_count(&[rows, cols])?;
         let plan: Vec<Pick> = scatter_plan(rows, cols, (lower, upper), length, align)
             .into_iter()
             .map(|p| p.map_or(Pick::B(0), Pick::A))
             .collect();
-        let batches: usize = batch.iter().product();
+        let batches: usize = super::copy::prod(batch);
         let out = run_plan(
             batches,
             (diagonal.storage(), count * length),
@@ -276,6 +282,14 @@ fn diag_part(node: &NodeSpec) -> Made {
         }
         let (r, c) = (rows as i64, cols as i64);
         let length = (r + upper.min(0)).min(c - lower.max(0)).max(0);
+        let mut out_shape = t.shape()[..t.rank() - 2].to_vec();
+        if lower != upper {
+            out_shape.push(upper.saturating_sub(lower).saturating_add(1) as usize);
+        }
+        out_shape.push(length as usize);
+        if let Some(empty) = super::copy::if_empty(t.dtype(), &out_shape)? {
+            return one(empty);
+        }
         let mut plan = Vec::new();
         for d in (lower..=upper).rev() {
             let (len, start) = diag_start(d, r, c, length, align);
@@ -289,11 +303,6 @@ fn diag_part(node: &NodeSpec) -> Made {
                 });
             }
         }
-        let mut out_shape = t.shape()[..t.rank() - 2].to_vec();
-        if lower != upper {
-            out_shape.push(upper.saturating_sub(lower).saturating_add(1) as usize);
-        }
-        out_shape.push(length as usize);
         let out = run_plan(
             batches,
             (t.storage(), rows * cols),
@@ -328,6 +337,9 @@ fn set_diag(node: &NodeSpec) -> Made {
                 t.shape(),
                 diagonal.shape()
             )));
+        }
+        if t.is_empty() {
+            return Ok(vec![inputs[0].clone()]);
         }
         let plan: Vec<Pick> = scatter_plan(rows, cols, (lower, upper), length, align)
             .into_iter()
