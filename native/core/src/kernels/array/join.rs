@@ -171,7 +171,7 @@ fn unpack(node: &NodeSpec) -> Made {
 }
 
 /// The pieces of `t` along `axis` given as (start, length) bounds, as storages.
-fn split_along(t: &Tensor, axis: usize, bounds: &[(usize, usize)]) -> KResult<Vec<Storage>> {
+pub fn split_along(t: &Tensor, axis: usize, bounds: &[(usize, usize)]) -> KResult<Vec<Storage>> {
     let shape = t.shape();
     let outer: usize = super::copy::prod(&shape[..axis]);
     let inner: usize = super::copy::prod(&shape[axis + 1..]);

@@ -24,6 +24,7 @@ pub fn register(r: &mut Registry) {
     r.add("EmptyTensorList", empty_list);
     r.add("TensorListReserve", reserve);
     r.add("TensorListFromTensor", from_tensor);
+    r.add("TensorListSplit", split);
     r.add("TensorListLength", length);
     r.add("TensorListElementShape", element_shape);
     r.add("TensorListGetItem", get_item);
@@ -295,6 +296,80 @@ fn from_tensor(_: &NodeSpec) -> Made {
             element_dtype: t.dtype(),
             element_shape: shape,
             items: rows(&t)?,
+        })
+    }))
+}
+
+/// Consecutive pieces of a tensor along its first axis, `lengths[i]` rows each; together they
+/// must use every row. element_shape constrains all but the first dimension.
+fn split(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        if t.rank() < 1 {
+            return Err(fail(format!(
+                "Tensor must be at least a vector, but saw shape: {:?}",
+                t.shape()
+            )));
+        }
+        let shape = shape_input(&*tensor_input(inputs, 1)?)?;
+        let rest_ok = match &shape {
+            None => true,
+            Some(d) => {
+                let mut want = d.clone();
+                if let Some(first) = want.first_mut() {
+                    *first = -1;
+                }
+                compatible(&Some(want), t.shape())
+            }
+        };
+        if !rest_ok {
+            return Err(fail(format!(
+                "tensor shape {:?} is not compatible with element_shape {}",
+                t.shape(),
+                shape_text(&shape)
+            )));
+        }
+        let lengths_t = tensor_input(inputs, 2)?;
+        if lengths_t.rank() != 1 {
+            return Err(fail(format!(
+                "Expected lengths to be a vector, received shape: {:?}",
+                lengths_t.shape()
+            )));
+        }
+        let rows = t.shape()[0];
+        let mut bounds = Vec::new();
+        let mut start = 0usize;
+        for n in any_ints(&lengths_t, "lengths")? {
+            let len =
+                usize::try_from(n).map_err(|_| fail(format!("Invalid value in lengths: {n}")))?;
+            if start.saturating_add(len) > rows {
+                return Err(fail(format!(
+                    "Attempting to slice [{start}, {}] from tensor with length {rows}",
+                    start.saturating_add(len)
+                )));
+            }
+            bounds.push((start, len));
+            start += len;
+        }
+        if start != rows {
+            return Err(fail(format!(
+                "Unused values in tensor. Length of tensor: {rows} Values used: {start}"
+            )));
+        }
+        let storages = super::join::split_along(&t, 0, &bounds)?;
+        let items = storages
+            .into_iter()
+            .zip(&bounds)
+            .map(|(s, &(_, len))| {
+                let mut dims = t.shape().to_vec();
+                dims[0] = len;
+                make(dims, s).map(|x| Some(Arc::new(x)))
+            })
+            .collect::<KResult<_>>()?;
+        list_value(TensorList {
+            element_dtype: t.dtype(),
+            element_shape: shape,
+            items,
         })
     }))
 }
@@ -901,5 +976,42 @@ mod tests {
             vec![empty[0].clone(), ints(&[-1])]
         )
         .is_err());
+    }
+
+    #[test]
+    fn split_then_concat_restores_the_tensor() {
+        let x = Tensor::from_vec(vec![3, 2], (0..6).collect::<Vec<i32>>());
+        let list = run(
+            "TensorListSplit",
+            &[],
+            vec![
+                t(x.clone()),
+                ints(&[-1, 2]),
+                t(Tensor::from_vec(vec![2], vec![1i64, 2])),
+            ],
+        )
+        .unwrap();
+        let int_dtype = ("element_dtype", A::Type(DType::Int32.to_proto()));
+        let joined = run(
+            "TensorListConcatV2",
+            &[int_dtype],
+            vec![
+                list[0].clone(),
+                ints(&[-1, 2]),
+                t(Tensor::from_vec(vec![0], Vec::<i64>::new())),
+            ],
+        )
+        .unwrap();
+        assert_eq!(*tensor_of(&joined[0]), x);
+        let short = run(
+            "TensorListSplit",
+            &[],
+            vec![
+                t(x),
+                ints(&[-1, 2]),
+                t(Tensor::from_vec(vec![1], vec![2i64])),
+            ],
+        );
+        assert!(short.is_err());
     }
 }
