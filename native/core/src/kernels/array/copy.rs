@@ -97,7 +97,28 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
 
 /// The element count of an output shape, an error when it overflows.
 pub fn checked_count(shape: &[usize]) -> KResult<usize> {
-    element_count(shape).ok_or_else(|| fail(format!("output shape {shape:?} is too large")))
+    // Beyond this no buffer of any element type can be allocated (a Vec panics past
+    // isize::MAX bytes), so it is an error rather than a crash.
+    const LIMIT: usize = isize::MAX as usize / 32;
+    element_count(shape)
+        .filter(|&n| n <= LIMIT)
+        .ok_or_else(|| fail(format!("output shape {shape:?} is too large")))
+}
+
+/// The product of some dimensions of a valid shape, saturating: a tensor with a zero
+/// dimension may have others whose product overflows, and then nothing is read anyway.
+pub fn prod(dims: &[usize]) -> usize {
+    dims.iter().fold(1usize, |p, &d| p.saturating_mul(d))
+}
+
+/// An empty tensor of `shape` when it has no elements (before building any per-axis tables,
+/// whose lengths are the dimensions and may be huge when another one is zero).
+pub fn if_empty(dtype: crate::DType, shape: &[usize]) -> KResult<Option<Tensor>> {
+    if element_count(shape) == Some(0) {
+        return crate::kernels::util::make(shape.to_vec(), zeros(dtype, 0)).map(Some);
+    }
+    checked_count(shape)?;
+    Ok(None)
 }
 
 /// Output element `(i0, .., in)` = `src[tables[0][i0] + .. + tables[n][in]]`; the caller
@@ -109,28 +130,57 @@ pub fn axis_gather<T: Clone>(src: &[T], tables: &[Vec<usize>]) -> KResult<Vec<T>
     if count == 0 {
         return Ok(out);
     }
-    let Some((last, outer)) = tables.split_last() else {
+    let Some((last, _)) = tables.split_last() else {
         out.extend(src.first().cloned());
         return Ok(out);
     };
-    let run = last.first().copied().unwrap_or(0);
-    let consecutive = last.iter().enumerate().all(|(i, &o)| o == run + i);
-    let mut index = vec![0usize; outer.len()];
     let oob = || fail("internal: gather offset out of bounds");
-    loop {
-        let base: usize = outer.iter().zip(&index).map(|(t, &i)| t[i]).sum();
-        if consecutive {
-            let start = base + run;
-            out.extend_from_slice(src.get(start..start + last.len()).ok_or_else(oob)?);
-        } else {
+    let Some((outer, run_start, run_len)) = trailing_run(tables) else {
+        // The last axis is not consecutive: element by element.
+        let outer = &tables[..tables.len() - 1];
+        let mut index = vec![0usize; outer.len()];
+        loop {
+            let base: usize = outer.iter().zip(&index).map(|(t, &i)| t[i]).sum();
             for &o in last {
                 out.push(src.get(base + o).ok_or_else(oob)?.clone());
             }
+            if !advance(&mut index, &dims[..outer.len()]) {
+                return Ok(out);
+            }
         }
+    };
+    let mut index = vec![0usize; outer.len()];
+    loop {
+        let base: usize = outer.iter().zip(&index).map(|(t, &i)| t[i]).sum();
+        let start = base + run_start;
+        out.extend_from_slice(src.get(start..start + run_len).ok_or_else(oob)?);
         if !advance(&mut index, &dims[..outer.len()]) {
             return Ok(out);
         }
     }
+}
+
+/// When the trailing axes read one contiguous run of the source: the remaining outer tables,
+/// the run's start and its length. Axes merge while each steps by the length of the run
+/// after it, so a slice of whole rows (or an identity) copies in few, long runs.
+fn trailing_run(tables: &[Vec<usize>]) -> Option<(&[Vec<usize>], usize, usize)> {
+    let (last, _) = tables.split_last()?;
+    let first = last.first().copied()?;
+    if !last.iter().enumerate().all(|(i, &o)| o == first + i) {
+        return None;
+    }
+    let (mut start, mut len, mut k) = (first, last.len(), tables.len() - 1);
+    while k > 0 {
+        let t = &tables[k - 1];
+        let Some(&t0) = t.first() else { break };
+        if !t.iter().enumerate().all(|(i, &o)| o == t0 + i * len) {
+            break;
+        }
+        start += t0;
+        len *= t.len();
+        k -= 1;
+    }
+    Some((&tables[..k], start, len))
 }
 
 /// Steps a row-major multi-index; false once it wraps around.

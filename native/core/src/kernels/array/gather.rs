@@ -118,9 +118,9 @@ fn gather(params: &Tensor, indices: &Tensor, axis: usize, batch: usize) -> KResu
     }
     let size = shape[axis];
     let idx = checked_indices(&any_ints(indices, "indices")?, size)?;
-    let lead: usize = shape[..batch].iter().product();
-    let outer: usize = shape[batch..axis].iter().product();
-    let inner: usize = shape[axis + 1..].iter().product();
+    let lead: usize = super::copy::prod(&shape[..batch]);
+    let outer: usize = super::copy::prod(&shape[batch..axis]);
+    let inner: usize = super::copy::prod(&shape[axis + 1..]);
     let per = idx.len() / lead.max(1);
     let storage = map_storage!(params.storage(), v => {
         let mut out = Vec::with_capacity(count);
@@ -160,7 +160,7 @@ fn gather_nd(node: &NodeSpec) -> Made {
         let mut out_shape = indices.shape()[..indices.rank() - 1].to_vec();
         out_shape.extend_from_slice(&params.shape()[depth..]);
         let count = checked_count(&out_shape)?;
-        let inner: usize = params.shape()[depth..].iter().product();
+        let inner: usize = super::copy::prod(&params.shape()[depth..]);
         let blank = zeros(params.dtype(), 1);
         let storage = map_storage2!(params.storage(), &blank, v, z =>
             nd_take(v, z, &rows, &bad, inner, count)?, fail("internal: dtype"));
@@ -187,7 +187,7 @@ pub fn nd_rows(
     }
     let st = super::copy::strides(&shape[..depth]);
     let values = any_ints(indices, "indices")?;
-    let n: usize = indices.shape()[..indices.rank() - 1].iter().product();
+    let n: usize = super::copy::prod(&indices.shape()[..indices.rank() - 1]);
     let mut rows = Vec::with_capacity(n);
     let mut bad = Vec::with_capacity(n);
     for r in 0..n {
@@ -278,8 +278,8 @@ fn one_hot(node: &NodeSpec) -> Made {
         out_shape.insert(at, depth);
         let count = checked_count(&out_shape)?;
         let idx = any_ints(&indices, "indices")?;
-        let before: usize = indices.shape()[..at].iter().product();
-        let after: usize = indices.shape()[at..].iter().product();
+        let before: usize = super::copy::prod(&indices.shape()[..at]);
+        let after: usize = super::copy::prod(&indices.shape()[at..]);
         let mismatch = fail("on_value and off_value must have the same dtype");
         let storage = map_storage2!(on.storage(), off.storage(), a, b =>
             hot_fill(a, b, &idx, (before, depth, after), count), mismatch);

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use super::copy::checked_count;
 use super::{any_ints, axis_index, scalar_int, Made};
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
 use crate::engine::{Registry, Value};
@@ -76,13 +75,17 @@ pub fn concat(tensors: &[Arc<Tensor>], axis: i64) -> KResult<Tensor> {
                  {shape:?} vs. shape[{i}] = {s:?}"
             )));
         }
-        total += s[axis];
+        total = total
+            .checked_add(s[axis])
+            .ok_or_else(|| fail("concatenated dimension overflows"))?;
     }
     let mut out_shape = shape.to_vec();
     out_shape[axis] = total;
-    checked_count(&out_shape)?;
-    let outer: usize = shape[..axis].iter().product();
-    let inner: usize = shape[axis + 1..].iter().product();
+    if let Some(empty) = super::copy::if_empty(first.dtype(), &out_shape)? {
+        return Ok(empty);
+    }
+    let outer: usize = super::copy::prod(&shape[..axis]);
+    let inner: usize = super::copy::prod(&shape[axis + 1..]);
     let runs: Vec<usize> = tensors.iter().map(|t| t.shape()[axis] * inner).collect();
     let storages: Vec<&Storage> = tensors.iter().map(|t| t.storage()).collect();
     let mismatch = || {
@@ -168,10 +171,16 @@ fn unpack(node: &NodeSpec) -> Made {
 }
 
 /// The pieces of `t` along `axis` given as (start, length) bounds, as storages.
-fn split_along(t: &Tensor, axis: usize, bounds: &[(usize, usize)]) -> KResult<Vec<Storage>> {
+pub fn split_along(t: &Tensor, axis: usize, bounds: &[(usize, usize)]) -> KResult<Vec<Storage>> {
     let shape = t.shape();
-    let outer: usize = shape[..axis].iter().product();
-    let inner: usize = shape[axis + 1..].iter().product();
+    let outer: usize = super::copy::prod(&shape[..axis]);
+    let inner: usize = super::copy::prod(&shape[axis + 1..]);
+    if t.is_empty() {
+        return Ok(bounds
+            .iter()
+            .map(|_| super::copy::zeros(t.dtype(), 0))
+            .collect());
+    }
     let row = shape[axis] * inner;
     Ok(split_storage!(t.storage(), v => cut(v, outer, row, inner, bounds)?))
 }

@@ -2,7 +2,7 @@
 //! BroadcastTo. Each builds per-axis source-offset tables for [`axis_gather`]; transposes that
 //! swap the last two axes go through a cache-blocked matrix transpose instead.
 
-use super::copy::{axis_gather, checked_count, gather_tensor, strides};
+use super::copy::{axis_gather, gather_tensor, if_empty, strides};
 use super::{axis_index, Made};
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
 use crate::engine::Registry;
@@ -64,6 +64,9 @@ pub fn transpose(t: &Tensor, perm: &[usize]) -> KResult<Tensor> {
     let shape = t.shape();
     let rank = shape.len();
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    if let Some(empty) = if_empty(t.dtype(), &out_shape)? {
+        return Ok(empty);
+    }
     let swaps_last_two = rank >= 2
         && perm[rank - 1] == rank - 2
         && perm[rank - 2] == rank - 1
@@ -81,24 +84,24 @@ pub fn transpose(t: &Tensor, perm: &[usize]) -> KResult<Tensor> {
     gather_tensor(t, &tables)
 }
 
-/// Transposes each `rows x cols` matrix of `v` in 32x32 tiles, so reads and writes both stay
-/// within a few cache lines.
+/// Transposes each `rows x cols` matrix of `v` in square tiles, so reads and writes both stay
+/// within a few cache lines; each output row segment is written contiguously.
 fn batched_transpose<T: Clone>(v: &[T], rows: usize, cols: usize) -> Vec<T> {
-    const TILE: usize = 32;
-    let mut out = Vec::with_capacity(v.len());
+    const TILE: usize = 16;
+    let mut out = v.to_vec();
     let matrix = rows * cols;
     if matrix == 0 {
         return out;
     }
-    for m in v.chunks_exact(matrix) {
-        let base = out.len();
-        out.extend_from_slice(m);
-        let block = &mut out[base..];
+    for (m, block) in v.chunks_exact(matrix).zip(out.chunks_exact_mut(matrix)) {
         for r0 in (0..rows).step_by(TILE) {
+            let r1 = (r0 + TILE).min(rows);
             for c0 in (0..cols).step_by(TILE) {
-                for r in r0..(r0 + TILE).min(rows) {
-                    for c in c0..(c0 + TILE).min(cols) {
-                        block[c * rows + r] = m[r * cols + c].clone();
+                for c in c0..(c0 + TILE).min(cols) {
+                    let dst = &mut block[c * rows + r0..c * rows + r1];
+                    let src = m[r0 * cols + c..].iter().step_by(cols);
+                    for (d, s) in dst.iter_mut().zip(src) {
+                        *d = s.clone();
                     }
                 }
             }
@@ -124,7 +127,7 @@ fn reverse(_: &NodeSpec) -> Made {
     Ok(boxed(|_, inputs| {
         let t = tensor_input(inputs, 0)?;
         let axes = int_values(&*tensor_input(inputs, 1)?, "axis")?;
-        if t.rank() == 0 {
+        if t.rank() == 0 || t.is_empty() {
             return Ok(vec![inputs[0].clone()]);
         }
         let mut flip = vec![false; t.rank()];
@@ -166,7 +169,9 @@ fn tile(_: &NodeSpec) -> Made {
             .map(|(&d, &m)| d.checked_mul(m))
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| fail(format!("multiples {reps:?} make too large a tensor")))?;
-        checked_count(&out_shape)?;
+        if let Some(empty) = if_empty(t.dtype(), &out_shape)? {
+            return one(empty);
+        }
         let st = strides(t.shape());
         let tables: Vec<Vec<usize>> = (0..t.rank())
             .map(|i| {
@@ -201,7 +206,9 @@ pub fn broadcast(t: &Tensor, target: &[usize]) -> KResult<Tensor> {
     if shape.len() > target.len() {
         return Err(bad());
     }
-    checked_count(target)?;
+    if let Some(empty) = if_empty(t.dtype(), target)? {
+        return Ok(empty);
+    }
     let lead = target.len() - shape.len();
     let st = strides(shape);
     let mut tables = Vec::with_capacity(target.len());
@@ -236,6 +243,26 @@ mod tests {
         assert_eq!(out.values::<i32>().unwrap(), &[0, 1, 4, 5, 2, 3, 6, 7]);
         assert!(permutation(&[0, 0], 2).is_err());
         assert!(permutation(&[0], 2).is_err());
+    }
+
+    #[test]
+    fn tiled_transpose_matches_the_general_path() {
+        let t = Tensor::from_vec(vec![2, 17, 33], (0..2 * 17 * 33).collect::<Vec<i32>>());
+        let fast = transpose(&t, &[0, 2, 1]).unwrap();
+        let st = strides(t.shape());
+        let tables: Vec<Vec<usize>> = [0, 2, 1]
+            .iter()
+            .map(|&p| (0..t.shape()[p]).map(|j| j * st[p]).collect())
+            .collect();
+        assert_eq!(fast, gather_tensor(&t, &tables).unwrap());
+    }
+
+    #[test]
+    fn empty_tensors_with_huge_dimensions_build_no_tables() {
+        let t = Tensor::new(vec![0, 1 << 40], Storage::Float32(Vec::new())).unwrap();
+        let out = transpose(&t, &[1, 0]).unwrap();
+        assert_eq!(out.shape(), &[1 << 40, 0]);
+        assert!(broadcast(&t, &[3, 0, 1 << 40]).unwrap().is_empty());
     }
 
     #[test]

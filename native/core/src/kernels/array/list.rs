@@ -24,6 +24,7 @@ pub fn register(r: &mut Registry) {
     r.add("EmptyTensorList", empty_list);
     r.add("TensorListReserve", reserve);
     r.add("TensorListFromTensor", from_tensor);
+    r.add("TensorListSplit", split);
     r.add("TensorListLength", length);
     r.add("TensorListElementShape", element_shape);
     r.add("TensorListGetItem", get_item);
@@ -215,7 +216,7 @@ fn stacked(items: &[Option<Arc<Tensor>>], shape: &[usize], dtype: DType) -> KRes
 fn rows(t: &Tensor) -> KResult<Vec<Option<Arc<Tensor>>>> {
     let n = t.shape().first().copied().unwrap_or(0);
     let row_shape = t.shape()[1..].to_vec();
-    let inner: usize = row_shape.iter().product();
+    let inner: usize = super::copy::prod(&row_shape);
     let pieces = split_storage!(t.storage(), v =>
         (0..n).map(|i| v.get(i * inner..(i + 1) * inner).unwrap_or_default().to_vec())
             .collect::<Vec<_>>());
@@ -295,6 +296,80 @@ fn from_tensor(_: &NodeSpec) -> Made {
             element_dtype: t.dtype(),
             element_shape: shape,
             items: rows(&t)?,
+        })
+    }))
+}
+
+/// Consecutive pieces of a tensor along its first axis, `lengths[i]` rows each; together they
+/// must use every row. element_shape constrains all but the first dimension.
+fn split(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        if t.rank() < 1 {
+            return Err(fail(format!(
+                "Tensor must be at least a vector, but saw shape: {:?}",
+                t.shape()
+            )));
+        }
+        let shape = shape_input(&*tensor_input(inputs, 1)?)?;
+        let rest_ok = match &shape {
+            None => true,
+            Some(d) => {
+                let mut want = d.clone();
+                if let Some(first) = want.first_mut() {
+                    *first = -1;
+                }
+                compatible(&Some(want), t.shape())
+            }
+        };
+        if !rest_ok {
+            return Err(fail(format!(
+                "tensor shape {:?} is not compatible with element_shape {}",
+                t.shape(),
+                shape_text(&shape)
+            )));
+        }
+        let lengths_t = tensor_input(inputs, 2)?;
+        if lengths_t.rank() != 1 {
+            return Err(fail(format!(
+                "Expected lengths to be a vector, received shape: {:?}",
+                lengths_t.shape()
+            )));
+        }
+        let rows = t.shape()[0];
+        let mut bounds = Vec::new();
+        let mut start = 0usize;
+        for n in any_ints(&lengths_t, "lengths")? {
+            let len =
+                usize::try_from(n).map_err(|_| fail(format!("Invalid value in lengths: {n}")))?;
+            if start.saturating_add(len) > rows {
+                return Err(fail(format!(
+                    "Attempting to slice [{start}, {}] from tensor with length {rows}",
+                    start.saturating_add(len)
+                )));
+            }
+            bounds.push((start, len));
+            start += len;
+        }
+        if start != rows {
+            return Err(fail(format!(
+                "Unused values in tensor. Length of tensor: {rows} Values used: {start}"
+            )));
+        }
+        let storages = super::join::split_along(&t, 0, &bounds)?;
+        let items = storages
+            .into_iter()
+            .zip(&bounds)
+            .map(|(s, &(_, len))| {
+                let mut dims = t.shape().to_vec();
+                dims[0] = len;
+                make(dims, s).map(|x| Some(Arc::new(x)))
+            })
+            .collect::<KResult<_>>()?;
+        list_value(TensorList {
+            element_dtype: t.dtype(),
+            element_shape: shape,
+            items,
         })
     }))
 }
@@ -712,4 +787,231 @@ fn scatter_into(_: &NodeSpec) -> Made {
         }
         list_value(new)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::engine::context::FileAccess;
+    use crate::engine::library::Library;
+    use crate::protos::attr_value::Value as A;
+    use crate::protos::AttrValue;
+
+    /// Runs `op` with `attrs` on `inputs`, as the executor would.
+    fn run(op: &str, attrs: &[(&str, A)], inputs: Vec<Value>) -> KResult {
+        let map: HashMap<String, AttrValue> = attrs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    AttrValue {
+                        value: Some(v.clone()),
+                    },
+                )
+            })
+            .collect();
+        let registry = crate::kernels::registry();
+        let spec = NodeSpec {
+            name: "n",
+            op,
+            attrs: crate::engine::attrs::Attrs::new(&map),
+            num_inputs: inputs.len(),
+        };
+        let kernel = (registry.get(op).unwrap().factory)(&spec).map_err(fail)?;
+        let library = Library::new(None, &[], registry.clone(), FileAccess::default());
+        let ctx = library.context();
+        kernel.run(&ctx, &inputs)
+    }
+
+    fn t(x: Tensor) -> Value {
+        Value::tensor(x)
+    }
+
+    fn ints(v: &[i32]) -> Value {
+        t(Tensor::from_vec(vec![v.len()], v.to_vec()))
+    }
+
+    fn float_dtype() -> (&'static str, A) {
+        ("element_dtype", A::Type(DType::Float32.to_proto()))
+    }
+
+    fn tensor_of(v: &Value) -> Arc<Tensor> {
+        match v {
+            Value::Tensor(t) => t.clone(),
+            other => panic!("not a tensor: {other:?}"),
+        }
+    }
+
+    /// What a Keras RNN's While loop does: unstack the input, read each step, write each
+    /// step's output into a reserved list, and stack the outputs.
+    #[test]
+    fn a_recurrent_loop_round_trips() {
+        let x = Tensor::from_vec(vec![3, 2], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let input = run("TensorListFromTensor", &[], vec![t(x), ints(&[2])]).unwrap();
+        let scalar = |i: i32| t(Tensor::scalar(i));
+        let reserved = run(
+            "TensorListReserve",
+            &[float_dtype()],
+            vec![ints(&[-1]), scalar(3)],
+        )
+        .unwrap();
+        let mut out = reserved[0].clone();
+        for i in (0..3).rev() {
+            let item = run(
+                "TensorListGetItem",
+                &[float_dtype()],
+                vec![input[0].clone(), scalar(i), ints(&[2])],
+            )
+            .unwrap();
+            out = run(
+                "TensorListSetItem",
+                &[float_dtype()],
+                vec![out, scalar(2 - i), item[0].clone()],
+            )
+            .unwrap()
+            .remove(0);
+        }
+        let stacked = run(
+            "TensorListStack",
+            &[float_dtype(), ("num_elements", A::I(3))],
+            vec![out.clone(), ints(&[-1])],
+        )
+        .unwrap();
+        let s = tensor_of(&stacked[0]);
+        assert_eq!(s.shape(), &[3, 2]);
+        assert_eq!(s.values::<f32>().unwrap(), &[5.0, 6.0, 3.0, 4.0, 1.0, 2.0]);
+        let len = run("TensorListLength", &[], vec![out]).unwrap();
+        assert_eq!(tensor_of(&len[0]).values::<i32>().unwrap(), &[3]);
+    }
+
+    #[test]
+    fn unset_items_read_as_zeros_only_with_a_known_shape() {
+        let scalar = |i: i32| t(Tensor::scalar(i));
+        let list = run(
+            "TensorListReserve",
+            &[float_dtype()],
+            vec![ints(&[-1, 2]), scalar(2)],
+        )
+        .unwrap();
+        let unknown = run(
+            "TensorListStack",
+            &[float_dtype()],
+            vec![list[0].clone(), ints(&[-1, 2])],
+        );
+        assert!(unknown.is_err());
+        let zeros = run(
+            "TensorListGetItem",
+            &[float_dtype()],
+            vec![list[0].clone(), scalar(1), ints(&[3, 2])],
+        )
+        .unwrap();
+        assert_eq!(tensor_of(&zeros[0]).shape(), &[3, 2]);
+        let out_of_range = run(
+            "TensorListGetItem",
+            &[float_dtype()],
+            vec![list[0].clone(), scalar(2), ints(&[3, 2])],
+        );
+        assert!(out_of_range.is_err());
+        let wrong_shape = run(
+            "TensorListSetItem",
+            &[float_dtype()],
+            vec![
+                list[0].clone(),
+                scalar(0),
+                t(Tensor::from_vec(vec![3], vec![0f32; 3])),
+            ],
+        );
+        assert!(wrong_shape.is_err());
+    }
+
+    #[test]
+    fn push_pop_and_concat() {
+        let empty = run(
+            "EmptyTensorList",
+            &[float_dtype()],
+            vec![ints(&[-1]), t(Tensor::scalar(-1i32))],
+        )
+        .unwrap();
+        let a = t(Tensor::from_vec(vec![1], vec![1.0f32]));
+        let b = t(Tensor::from_vec(vec![2], vec![2.0f32, 3.0]));
+        let one_item = run(
+            "TensorListPushBack",
+            &[float_dtype()],
+            vec![empty[0].clone(), a],
+        )
+        .unwrap();
+        let two = run(
+            "TensorListPushBack",
+            &[float_dtype()],
+            vec![one_item[0].clone(), b],
+        )
+        .unwrap();
+        let joined = run(
+            "TensorListConcatV2",
+            &[float_dtype()],
+            vec![
+                two[0].clone(),
+                ints(&[-1]),
+                t(Tensor::from_vec(vec![0], Vec::<i64>::new())),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            tensor_of(&joined[0]).values::<f32>().unwrap(),
+            &[1.0, 2.0, 3.0]
+        );
+        assert_eq!(tensor_of(&joined[1]).values::<i64>().unwrap(), &[1, 2]);
+        let popped = run(
+            "TensorListPopBack",
+            &[float_dtype()],
+            vec![two[0].clone(), ints(&[-1])],
+        )
+        .unwrap();
+        assert_eq!(tensor_of(&popped[1]).values::<f32>().unwrap(), &[2.0, 3.0]);
+        assert!(run(
+            "TensorListPopBack",
+            &[float_dtype()],
+            vec![empty[0].clone(), ints(&[-1])]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn split_then_concat_restores_the_tensor() {
+        let x = Tensor::from_vec(vec![3, 2], (0..6).collect::<Vec<i32>>());
+        let list = run(
+            "TensorListSplit",
+            &[],
+            vec![
+                t(x.clone()),
+                ints(&[-1, 2]),
+                t(Tensor::from_vec(vec![2], vec![1i64, 2])),
+            ],
+        )
+        .unwrap();
+        let int_dtype = ("element_dtype", A::Type(DType::Int32.to_proto()));
+        let joined = run(
+            "TensorListConcatV2",
+            &[int_dtype],
+            vec![
+                list[0].clone(),
+                ints(&[-1, 2]),
+                t(Tensor::from_vec(vec![0], Vec::<i64>::new())),
+            ],
+        )
+        .unwrap();
+        assert_eq!(*tensor_of(&joined[0]), x);
+        let short = run(
+            "TensorListSplit",
+            &[],
+            vec![
+                t(x),
+                ints(&[-1, 2]),
+                t(Tensor::from_vec(vec![1], vec![2i64])),
+            ],
+        );
+        assert!(short.is_err());
+    }
 }

@@ -149,7 +149,7 @@ fn ragged_to_tensor(node: &NodeSpec) -> Made {
             return Err(fail("default_value must have the values' dtype"));
         }
         let moves = placements(&splits, n, &out_shape);
-        let inner: usize = inner_shape.iter().product();
+        let inner: usize = super::copy::prod(inner_shape);
         let mut storage = filled.into_storage();
         let out = map_storage2!(&mut storage, values.storage(), o, v =>
             place(std::mem::take(o), v, &moves, inner), fail("internal: dtype"));

@@ -154,7 +154,7 @@ fn scatter(
         ));
     }
     let (rows, bad) = nd_rows(indices, &shape, ignore)?;
-    let inner: usize = shape[depth..].iter().product();
+    let inner: usize = super::copy::prod(&shape[depth..]);
     let moves: Vec<(usize, usize)> = rows
         .iter()
         .zip(&bad)

@@ -109,8 +109,8 @@ pub fn reshape_dims(source: &[usize], sizes: &[i64]) -> KResult<Vec<usize>> {
         let exact = dims[u].checked_mul(known) == Some(available);
         if !(exact || source.contains(&0) && wants_zero) {
             return Err(fail(format!(
-                "Input to reshape is a tensor with {total} values, but the requested shape \
-                 requires a multiple of {known}"
+                "Input to reshape is a tensor with {total} values (shape {source:?}), but the \
+                 requested shape {sizes:?} requires a multiple of {known}"
             )));
         }
     }

@@ -2,7 +2,7 @@
 //! MirrorPad. Slices are per-axis offset tables for [`gather_tensor`], so a slice whose last
 //! axis has stride 1 copies whole runs; constant padding fills the output and copies rows in.
 
-use super::copy::{checked_count, gather_tensor, strides};
+use super::copy::{checked_count, gather_tensor, if_empty, strides};
 use super::Made;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
 use crate::engine::Registry;
@@ -38,13 +38,22 @@ fn slice_tables(t: &Tensor, axes: &[Axis]) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// The slice of `t` along `axes`.
+fn sliced(t: &Tensor, axes: &[Axis]) -> KResult<Tensor> {
+    let dims: Vec<usize> = axes.iter().map(|a| a.count).collect();
+    if let Some(empty) = if_empty(t.dtype(), &dims)? {
+        return Ok(empty);
+    }
+    gather_tensor(t, &slice_tables(t, axes))
+}
+
 fn slice(_: &NodeSpec) -> Made {
     Ok(boxed(|_, inputs| {
         let t = tensor_input(inputs, 0)?;
         let begin = int_values(&*tensor_input(inputs, 1)?, "begin")?;
         let size = int_values(&*tensor_input(inputs, 2)?, "size")?;
         let axes = slice_axes(t.shape(), &begin, &size)?;
-        one(gather_tensor(&t, &slice_tables(&t, &axes))?)
+        one(sliced(&t, &axes)?)
     }))
 }
 
@@ -121,8 +130,8 @@ fn strided_slice(node: &NodeSpec) -> Made {
         let end = int_values(&specs[1], "end")?;
         let step = int_values(&specs[2], "strides")?;
         let (axes, final_shape) = strided_plan(t.shape(), &begin, &end, &step, masks)?;
-        let sliced = gather_tensor(&t, &slice_tables(&t, &axes))?;
-        one(sliced
+        let out = sliced(&t, &axes)?;
+        one(out
             .reshaped(final_shape)
             .ok_or_else(|| fail("internal: final shape"))?)
     }))
@@ -338,7 +347,7 @@ fn pad_constant<T: Clone>(
     widths: &[(usize, usize)],
     fill: &T,
 ) -> Vec<T> {
-    let total: usize = out_shape.iter().product();
+    let total: usize = super::copy::prod(out_shape);
     let mut out = vec![fill.clone(); total];
     if src.is_empty() {
         return out;
@@ -368,9 +377,8 @@ fn mirror_pad(node: &NodeSpec) -> Made {
         let t = tensor_input(inputs, 0)?;
         let widths = paddings(&*tensor_input(inputs, 1)?, t.rank())?;
         let out_shape = padded_shape(t.shape(), &widths)?;
-        let st = strides(t.shape());
-        let mut tables = Vec::with_capacity(t.rank());
-        for (i, (&dim, &(before, after))) in t.shape().iter().zip(&widths).enumerate() {
+        let mode = if reflect { "REFLECT" } else { "SYMMETRIC" };
+        for (&dim, &(before, after)) in t.shape().iter().zip(&widths) {
             let ok = if reflect {
                 before.max(after) < dim
             } else {
@@ -378,19 +386,28 @@ fn mirror_pad(node: &NodeSpec) -> Made {
             };
             if !ok {
                 return Err(fail(format!(
-                    "paddings must be {} the dimension size {dim} in {} mode, got {before}, \
-                     {after}",
+                    "paddings must be {} the dimension size {dim} in {mode} mode, got \
+                     {before}, {after}",
                     if reflect {
                         "less than"
                     } else {
                         "no greater than"
                     },
-                    if reflect { "REFLECT" } else { "SYMMETRIC" }
                 )));
             }
-            let map = |j: usize| mirror_index(j as i64 - before as i64, dim as i64, reflect);
-            tables.push((0..out_shape[i]).map(|j| map(j) * st[i]).collect());
         }
+        if let Some(empty) = if_empty(t.dtype(), &out_shape)? {
+            return one(empty);
+        }
+        let st = strides(t.shape());
+        let tables: Vec<Vec<usize>> = (0..t.rank())
+            .map(|i| {
+                let (dim, before) = (t.shape()[i] as i64, widths[i].0 as i64);
+                (0..out_shape[i])
+                    .map(|j| mirror_index(j as i64 - before, dim, reflect) * st[i])
+                    .collect()
+            })
+            .collect();
         one(gather_tensor(&t, &tables)?)
     }))
 }
