@@ -1,6 +1,5 @@
-//! Real models through the C interface against the outputs TensorFlow recorded beside them.
-//! Ignored until the kernel families these models need (MatMul, BiasAdd, Relu, Conv2D, hash
-//! tables, ...) are registered; run with `cargo test --release -p savedmodel-capi -- --ignored`.
+//! Real models through the C interface against the outputs TensorFlow recorded beside them:
+//! every fixture SavedModel's recorded signatures and the frozen Keras graphs.
 
 mod common;
 
@@ -114,20 +113,17 @@ fn frozen_graph_matches_tensorflow(name: &str) {
 }
 
 #[test]
-#[ignore = "needs the math/nn kernel families (MatMul, BiasAdd, Relu, Softmax)"]
 fn frozen_keras_mlp_gives_tensorflows_outputs() {
     frozen_graph_matches_tensorflow("keras_mlp");
 }
 
 #[test]
-#[ignore = "needs the math/nn/array kernel families (Conv2D, MaxPool, Reshape, MatMul, ...)"]
 fn frozen_keras_cnn_gives_tensorflows_outputs() {
     frozen_graph_matches_tensorflow("keras_cnn");
 }
 
 /// Every SavedModel of the fixtures: each signature TensorFlow recorded (`sig/<name>/in|out/`).
 #[test]
-#[ignore = "needs every kernel family (the models use math, nn, array, strings and table ops)"]
 fn every_saved_model_gives_tensorflows_outputs() {
     let mut report = Vec::new();
     for parent in ["models", "reference/savedmodels"] {
