@@ -141,8 +141,10 @@ class NativeModel:
 
 
 def _spec(key: str, tensor_name: str, dtype: str, shape) -> TensorSpecInfo:
+    """A signature input or output as the numpy engine describes it (dtype as its DataType
+    label, DT_FLOAT; None for unknown dimensions)."""
     dims = None if shape is None else tuple(None if d < 0 else d for d in shape)
-    return TensorSpecInfo(key, dtype, dims, tensor_name)
+    return TensorSpecInfo(key, from_name(dtype).enum_name, dims, tensor_name)
 
 
 class NativeSignature:
@@ -204,7 +206,8 @@ def _to_native(array: np.ndarray):
     complex numbers as float pairs), or (shape, [bytes]) for strings."""
     if array.dtype == object:
         return list(array.shape), [bytes(b) for b in array.ravel()]
-    array = np.ascontiguousarray(array)
+    if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a scalar 1-D)
+        array = array.copy(order="C")
     if array.dtype.name in _BITS:
         return array.view(np.uint16)
     if array.dtype.name in _PAIRS:
