@@ -144,7 +144,7 @@ fn pack(node: &NodeSpec) -> Made {
 }
 
 fn unpack(node: &NodeSpec) -> Made {
-    let num = node.attrs.int("num")?;
+    let num = output_count(node, "num", 0)? as i64;
     let axis = node.attrs.int_or("axis", 0)?;
     Ok(boxed(move |_, inputs| {
         let t = tensor_input(inputs, 0)?;
@@ -228,11 +228,19 @@ fn pieces(t: &Tensor, axis: usize, lengths: &[usize]) -> KResult {
         .collect()
 }
 
-fn split(node: &NodeSpec) -> Made {
-    let num = usize::try_from(node.attrs.int("num_split")?)
+/// An attr giving the number of outputs: at least `min` and no more than a graph could have (a
+/// huge count must not allocate that many pieces of an empty tensor).
+fn output_count(node: &NodeSpec, name: &str, min: usize) -> Result<usize, String> {
+    const MAX: usize = 1 << 24;
+    let n = node.attrs.int(name)?;
+    usize::try_from(n)
         .ok()
-        .filter(|&n| n > 0)
-        .ok_or("num_split must be positive")?;
+        .filter(|&n| n >= min && n <= MAX)
+        .ok_or_else(|| format!("attr {name:?} must be in [{min}, {MAX}], got {n}"))
+}
+
+fn split(node: &NodeSpec) -> Made {
+    let num = output_count(node, "num_split", 1)?;
     Ok(boxed(move |_, inputs| {
         if num == 1 {
             return Ok(vec![Value::Tensor(tensor_input(inputs, 1)?)]);
@@ -252,10 +260,7 @@ fn split(node: &NodeSpec) -> Made {
 }
 
 fn split_v(node: &NodeSpec) -> Made {
-    let num = usize::try_from(node.attrs.int("num_split")?)
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or("num_split must be positive")?;
+    let num = output_count(node, "num_split", 1)?;
     Ok(boxed(move |_, inputs| {
         let t = tensor_input(inputs, 0)?;
         if num == 1 {

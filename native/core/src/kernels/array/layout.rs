@@ -62,26 +62,55 @@ fn transpose_op(conjugate: bool) -> Made {
 /// `t` with its axes permuted: output axis `i` is input axis `perm[i]`.
 pub fn transpose(t: &Tensor, perm: &[usize]) -> KResult<Tensor> {
     let shape = t.shape();
-    let rank = shape.len();
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
     if let Some(empty) = if_empty(t.dtype(), &out_shape)? {
         return Ok(empty);
     }
+    let (dims, perm) = coalesce(shape, perm);
+    let rank = dims.len();
     let swaps_last_two = rank >= 2
         && perm[rank - 1] == rank - 2
         && perm[rank - 2] == rank - 1
         && perm[..rank - 2].iter().enumerate().all(|(i, &p)| i == p);
     if swaps_last_two {
-        let (rows, cols) = (shape[rank - 2], shape[rank - 1]);
+        let (rows, cols) = (dims[rank - 2], dims[rank - 1]);
         let storage = map_storage!(t.storage(), v => batched_transpose(v, rows, cols));
         return make(out_shape, storage);
     }
-    let st = strides(shape);
+    let st = strides(&dims);
     let tables: Vec<Vec<usize>> = perm
         .iter()
-        .map(|&p| (0..shape[p]).map(|j| j * st[p]).collect())
+        .map(|&p| (0..dims[p]).map(|j| j * st[p]).collect())
         .collect();
-    gather_tensor(t, &tables)
+    make(
+        out_shape,
+        super::copy::gather_storage(t.storage(), &tables)?,
+    )
+}
+
+/// The same transpose over fewer axes: size-1 axes dropped, and input axes that stay adjacent
+/// and in order merged (NHWC to NCHW is a batch of `[H*W, C]` matrix transposes).
+fn coalesce(shape: &[usize], perm: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let kept: Vec<usize> = perm.iter().copied().filter(|&p| shape[p] != 1).collect();
+    // Groups of input axes, in output order: runs of consecutive input axes.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    for &p in &kept {
+        match groups.last_mut() {
+            Some((_, end)) if *end + 1 == p => *end = p,
+            _ => groups.push((p, p)),
+        }
+    }
+    let mut by_input: Vec<usize> = (0..groups.len()).collect();
+    by_input.sort_by_key(|&g| groups[g].0);
+    let dims: Vec<usize> = by_input
+        .iter()
+        .map(|&g| shape[groups[g].0..=groups[g].1].iter().product())
+        .collect();
+    let mut new_perm = vec![0; groups.len()];
+    for (new_axis, &g) in by_input.iter().enumerate() {
+        new_perm[g] = new_axis;
+    }
+    (dims, new_perm)
 }
 
 /// Transposes each `rows x cols` matrix of `v` in square tiles, so reads and writes both stay
@@ -243,6 +272,20 @@ mod tests {
         assert_eq!(out.values::<i32>().unwrap(), &[0, 1, 4, 5, 2, 3, 6, 7]);
         assert!(permutation(&[0, 0], 2).is_err());
         assert!(permutation(&[0], 2).is_err());
+    }
+
+    #[test]
+    fn transposes_coalesce_adjacent_axes() {
+        assert_eq!(
+            coalesce(&[2, 3, 4, 5], &[0, 3, 1, 2]),
+            (vec![2, 12, 5], vec![0, 2, 1])
+        );
+        assert_eq!(coalesce(&[2, 1, 4], &[1, 2, 0]), (vec![2, 4], vec![1, 0]));
+        assert_eq!(coalesce(&[2, 3], &[0, 1]), (vec![6], vec![0]));
+        let t = Tensor::from_vec(vec![2, 3, 2, 2], (0..24).collect::<Vec<i32>>());
+        let out = transpose(&t, &[0, 3, 1, 2]).unwrap();
+        assert_eq!(out.shape(), &[2, 2, 3, 2]);
+        assert_eq!(&out.values::<i32>().unwrap()[..6], &[0, 2, 4, 6, 8, 10]);
     }
 
     #[test]

@@ -791,39 +791,9 @@ fn scatter_into(_: &NodeSpec) -> Made {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
+    use super::super::test_util::run;
     use super::*;
-    use crate::engine::context::FileAccess;
-    use crate::engine::library::Library;
     use crate::protos::attr_value::Value as A;
-    use crate::protos::AttrValue;
-
-    /// Runs `op` with `attrs` on `inputs`, as the executor would.
-    fn run(op: &str, attrs: &[(&str, A)], inputs: Vec<Value>) -> KResult {
-        let map: HashMap<String, AttrValue> = attrs
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    AttrValue {
-                        value: Some(v.clone()),
-                    },
-                )
-            })
-            .collect();
-        let registry = crate::kernels::registry();
-        let spec = NodeSpec {
-            name: "n",
-            op,
-            attrs: crate::engine::attrs::Attrs::new(&map),
-            num_inputs: inputs.len(),
-        };
-        let kernel = (registry.get(op).unwrap().factory)(&spec).map_err(fail)?;
-        let library = Library::new(None, &[], registry.clone(), FileAccess::default());
-        let ctx = library.context();
-        kernel.run(&ctx, &inputs)
-    }
 
     fn t(x: Tensor) -> Value {
         Value::tensor(x)

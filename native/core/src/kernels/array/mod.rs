@@ -117,3 +117,41 @@ fn any_ints(t: &Tensor, what: &str) -> KResult<Vec<i64>> {
         }
     })
 }
+
+#[cfg(test)]
+pub(super) mod test_util {
+    use std::collections::HashMap;
+
+    use crate::engine::context::FileAccess;
+    use crate::engine::kernel::{fail, KResult, NodeSpec};
+    use crate::engine::library::Library;
+    use crate::engine::Value;
+    use crate::protos::attr_value::Value as A;
+    use crate::protos::AttrValue;
+
+    /// Runs `op` with `attrs` on `inputs`, as the executor would (for inputs that are not all
+    /// tensors, which `run_node` cannot pass).
+    pub fn run(op: &str, attrs: &[(&str, A)], inputs: Vec<Value>) -> KResult {
+        let map: HashMap<String, AttrValue> = attrs
+            .iter()
+            .map(|(k, v)| {
+                let value = Some(v.clone());
+                (k.to_string(), AttrValue { value })
+            })
+            .collect();
+        let registry = crate::kernels::registry();
+        let spec = NodeSpec {
+            name: "n",
+            op,
+            attrs: crate::engine::attrs::Attrs::new(&map),
+            num_inputs: inputs.len(),
+        };
+        let info = registry
+            .get(op)
+            .ok_or_else(|| fail(format!("no op {op}")))?;
+        let kernel = (info.factory)(&spec).map_err(fail)?;
+        let library = Library::new(None, &[], registry.clone(), FileAccess::default());
+        let ctx = library.context();
+        kernel.run(&ctx, &inputs)
+    }
+}

@@ -324,6 +324,7 @@ fn place<T: Clone>(mut out: Vec<T>, v: &[T], moves: &[(usize, usize)], inner: us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Value;
 
     #[test]
     fn rowids_become_splits() {
@@ -333,6 +334,50 @@ mod tests {
         );
         assert!(splits_from_rowids(&[1, 0], 2).is_err());
         assert!(splits_from_rowids(&[2], 2).is_err());
+    }
+
+    fn run_to_tensor(shape: &[i64], types: &[&str], partitions: Vec<Tensor>) -> KResult<Tensor> {
+        use crate::protos::attr_value::{ListValue, Value as A};
+        let list = ListValue {
+            s: types.iter().map(|t| t.as_bytes().to_vec()).collect(),
+            ..Default::default()
+        };
+        let mut inputs = vec![
+            Value::tensor(Tensor::from_vec(vec![shape.len()], shape.to_vec())),
+            Value::tensor(Tensor::from_vec(vec![4], vec![1i64, 2, 3, 4])),
+            Value::tensor(Tensor::scalar(0i64)),
+        ];
+        inputs.extend(partitions.into_iter().map(Value::tensor));
+        let out = super::super::test_util::run(
+            "RaggedTensorToTensor",
+            &[("row_partition_types", A::List(list))],
+            inputs,
+        )?;
+        match &out[0] {
+            Value::Tensor(t) => Ok((**t).clone()),
+            other => Err(fail(format!("not a tensor: {other:?}"))),
+        }
+    }
+
+    #[test]
+    fn value_rowids_pad_and_truncate() {
+        let rowids = || {
+            vec![
+                Tensor::scalar(3i64),
+                Tensor::from_vec(vec![4], vec![0i64, 0, 2, 2]),
+            ]
+        };
+        let types = ["FIRST_DIM_SIZE", "VALUE_ROWIDS"];
+        let out = run_to_tensor(&[-1, 3], &types, rowids()).unwrap();
+        assert_eq!(out.shape(), &[3, 3]);
+        assert_eq!(out.values::<i64>().unwrap(), &[1, 2, 0, 0, 0, 0, 3, 4, 0]);
+        let cut = run_to_tensor(&[2, 1], &types, rowids()).unwrap();
+        assert_eq!(cut.values::<i64>().unwrap(), &[1, 0]);
+        let splits = vec![Tensor::from_vec(vec![4], vec![0i64, 2, 2, 4])];
+        let same = run_to_tensor(&[-1, 3], &["ROW_SPLITS"], splits).unwrap();
+        assert_eq!(same, out);
+        let short = vec![Tensor::from_vec(vec![3], vec![0i64, 2, 3])];
+        assert!(run_to_tensor(&[-1, -1], &["ROW_SPLITS"], short).is_err());
     }
 
     #[test]
