@@ -22,7 +22,9 @@ from savedmodel.runtime.dtypes import from_name, from_numpy
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
 from savedmodel.runtime.executor import NodeError
 from savedmodel.runtime.feeds import FeedError, to_input
-from savedmodel.runtime.loader import Signatures, UnknownSignatureError, _ConcreteFunction, restored_functions
+from savedmodel.runtime.file_access import FileAccessError
+from savedmodel.runtime.loader import (Signatures, UnknownSignatureError, _check_object_graph, _ConcreteFunction,
+                                      restored_functions)
 from savedmodel.runtime.plan import GraphError
 from savedmodel.runtime.registry import UnsupportedOpError
 from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
@@ -64,6 +66,7 @@ _ERRORS = {
     "deadline": DeadlineExceededError,
     "file_format": FileFormatError,
     "missing_file": FileNotFoundError,
+    "file_access": FileAccessError,
 }
 
 
@@ -95,9 +98,14 @@ def load_native(export_dir: str | Path, tags=("serve",), *, allow_file_access: b
     out = None if output_dir is None else str(output_dir)
     if path.is_file():
         inner = _call(_native.NativeModel.load_graph_def, str(path), allow_file_access, out)
-    else:
-        inner = _call(_native.NativeModel.load, str(path), list(tags), allow_file_access, out)
-    return NativeModel(path, inner, tuple(tags))
+        return NativeModel(path, inner)
+    inner = _call(_native.NativeModel.load, str(path), list(tags), allow_file_access, out)
+    model = NativeModel(path, inner, tuple(tags))
+    # The object graph is checked, and every saved function's signature bound, at load, so
+    # that a damaged one is a load error here as on the numpy engine.
+    _check_object_graph(model._meta_graph.object_graph_def, str(path))
+    _ = model.functions
+    return model
 
 
 class NativeModel:

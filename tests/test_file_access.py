@@ -304,7 +304,7 @@ def test_writing_inside_the_model_directory_is_refused_too(tmp_path):
 
 def test_a_signature_reading_a_file_outside_is_refused(tmp_path):
     secret = _outside(tmp_path)
-    model = load(_reading_a_file(tmp_path, secret))
+    model = load(_reading_a_file(tmp_path, secret), engine="numpy")  # its wording; both refuse
     with pytest.raises(FileAccessError, match=rf"node 'hostile/ReadFile' \(op ReadFile\): ReadFile tried to "
                                               rf"read {secret}, outside the folders it may read: "
                                               rf"{tmp_path.resolve() / 'model'}; .*allow_file_access=True"):
@@ -318,7 +318,7 @@ def test_reading_through_a_link_inside_the_model_is_refused(tmp_path):
     model = _reading_a_file(tmp_path, tmp_path / "model" / "link.txt")
     (model / "link.txt").symlink_to(secret)
     with pytest.raises(FileAccessError, match=rf"link.txt \(which is {secret}\)"):
-        load(model).signatures["read"]()
+        load(model, engine="numpy").signatures["read"]()
 
 
 def test_dotdot_after_a_link_is_resolved_as_the_system_resolves_it(tmp_path):
@@ -328,7 +328,7 @@ def test_dotdot_after_a_link_is_resolved_as_the_system_resolves_it(tmp_path):
     model = _reading_a_file(tmp_path, tmp_path / "model" / "link" / ".." / "secret.txt")
     (model / "link").symlink_to(secret.parent / "sub", target_is_directory=True)
     with pytest.raises(FileAccessError, match=rf"\(which is {secret}\)"):
-        load(model).signatures["read"]()
+        load(model, engine="numpy").signatures["read"]()
 
 
 @pytest.mark.parametrize("name, match", [("loop", "cannot resolve the path .*loop"),
@@ -337,7 +337,7 @@ def test_paths_that_cannot_be_resolved_are_refused(tmp_path, name, match):
     model = _reading_a_file(tmp_path, tmp_path / "model" / name)
     (model / "loop").symlink_to(model / "loop")
     with pytest.raises(FileAccessError, match=rf"^signature 'read': graph: node 'hostile/ReadFile' \(op ReadFile\): ReadFile: {match}"):
-        load(model).signatures["read"]()
+        load(model, engine="numpy").signatures["read"]()
 
 
 def test_reading_the_models_own_files_is_allowed(tmp_path):

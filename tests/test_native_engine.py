@@ -229,3 +229,36 @@ def test_the_binary_benchmarks_and_prints_like_savedmodel_run(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "latency over 5 calls (ms): min" in done.stderr
     assert done.stdout.startswith("Result for output key ")
+
+
+def test_the_native_engine_confines_file_access_too(tmp_path):
+    """test_file_access pins the numpy engine's wording; the native engine refuses the same
+    reads with the same exception class."""
+    from savedmodel.runtime import FileAccessError
+    from test_file_access import _outside, _reading_a_file
+
+    secret = _outside(tmp_path)
+    model = load(_reading_a_file(tmp_path, secret), engine="native")
+    with pytest.raises(FileAccessError, match="ReadFile .*outside"):
+        model.signatures["read"]()
+    linked = _reading_a_file(tmp_path / "link", tmp_path / "link" / "model" / "link.txt")
+    (linked / "link.txt").symlink_to(secret)
+    with pytest.raises(FileAccessError):
+        load(linked, engine="native").signatures["read"]()
+    looping = _reading_a_file(tmp_path / "loop", tmp_path / "loop" / "model" / "loop")
+    (looping / "loop").symlink_to(looping / "loop")
+    with pytest.raises(FileAccessError, match="cannot resolve the path"):
+        load(looping, engine="native").signatures["read"]()
+    allowed = load(_reading_a_file(tmp_path / "again", secret), allow_file_access=True, engine="native")
+    assert allowed.signatures["read"]()["contents"].item() == secret.read_bytes()
+
+
+def test_a_native_deadline_names_the_signature_and_stops_an_endless_loop():
+    from savedmodel.runtime import DeadlineExceededError, time_limit
+
+    model = load(DATA / "models" / "nested_control_flow", engine="native")
+    with pytest.raises(DeadlineExceededError, match=r"signature \"run\": .*While.*the time limit of 0.2 s ran out"):
+        with time_limit(0.2):
+            model.signatures["run"](x=np.ones(2, np.float32), n=np.int32(2**31 - 1))
+    out = model.signatures["run"](x=np.ones(2, np.float32), n=np.int32(2))
+    assert out

@@ -101,6 +101,11 @@ pub enum Error {
     #[error("{detail}")]
     Feed { detail: String },
 
+    /// A model's file-system op or file reached outside what the caller allows; `detail` names
+    /// the op or file and the path.
+    #[error("{detail}")]
+    FileAccess { detail: String },
+
     /// The caller's time limit ran out; `detail` says where the engine noticed.
     #[error("{detail}")]
     DeadlineExceeded { detail: String },

@@ -33,6 +33,7 @@ fn to_py(err: Error) -> PyErr {
         Error::Run { .. } => "run",
         Error::Feed { .. } => "feed",
         Error::DeadlineExceeded { .. } => "deadline",
+        Error::FileAccess { .. } => "file_access",
         Error::UnknownSignature { .. } => "unknown_signature",
         Error::Missing { .. } => "missing_file",
         _ => "file_format",
@@ -45,6 +46,23 @@ fn to_py(err: Error) -> PyErr {
         _ => Vec::new(),
     };
     NativeError::new_err((kind, err.to_string(), missing))
+}
+
+/// Runs `f`, turning a panic (a defect of the engine) into an error instead of letting it reach
+/// Python as a PanicException.
+fn guarded<T>(f: impl FnOnce() -> savedmodel_core::Result<T>) -> savedmodel_core::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::Run {
+            detail: format!(
+                "internal error in the native engine: {what} (a defect: please report it)"
+            ),
+        })
+    })
 }
 
 fn feed_error(detail: String) -> PyErr {
@@ -92,7 +110,7 @@ impl NativeModel {
     ) -> PyResult<Self> {
         let options = options(tags, allow_file_access, output_dir);
         let model = py
-            .detach(|| Model::load(&export_dir, &options))
+            .detach(|| guarded(|| Model::load(&export_dir, &options)))
             .map_err(to_py)?;
         Ok(Self {
             model: Arc::new(model),
@@ -110,7 +128,7 @@ impl NativeModel {
     ) -> PyResult<Self> {
         let options = options(Vec::new(), allow_file_access, output_dir);
         let model = py
-            .detach(|| Model::load_graph_def(&path, &options))
+            .detach(|| guarded(|| Model::load_graph_def(&path, &options)))
             .map_err(to_py)?;
         Ok(Self {
             model: Arc::new(model),
@@ -153,7 +171,7 @@ impl NativeModel {
         let deadline = deadline_after(timeout);
         let model = self.model.clone();
         let outputs = py
-            .detach(move || model.run_until(&name, inputs, deadline))
+            .detach(move || guarded(|| model.run_until(&name, inputs, deadline)))
             .map_err(to_py)?;
         outputs
             .into_iter()
@@ -182,7 +200,7 @@ impl NativeModel {
         let deadline = deadline_after(timeout);
         let model = self.model.clone();
         let outputs = py
-            .detach(move || model.call_function(&name, inputs, deadline))
+            .detach(move || guarded(|| model.call_function(&name, inputs, deadline)))
             .map_err(to_py)?;
         outputs
             .into_iter()

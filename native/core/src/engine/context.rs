@@ -86,11 +86,24 @@ impl FileAccess {
         if self.unrestricted {
             return Ok(given);
         }
+        let refused = |detail: String| Error::FileAccess { detail };
+        if path.contains('\0') {
+            return Err(refused(format!(
+                "{what} cannot resolve the path {path:?}: embedded null byte"
+            )));
+        }
+        if let Err(err) = given.canonicalize() {
+            if err.kind() != std::io::ErrorKind::NotFound {
+                return Err(refused(format!(
+                    "{what} cannot resolve the path {path:?}: {err}"
+                )));
+            }
+        }
         let resolved = resolve(&given);
         if roots.iter().any(|root| resolved.starts_with(resolve(root))) {
             return Ok(given);
         }
-        Err(fail(format!(
+        Err(refused(format!(
             "{what} may not {verb} {path:?}: it is outside the model's directory \
              (allow file access to let the model use any file)"
         )))

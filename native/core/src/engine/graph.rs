@@ -186,6 +186,20 @@ fn output_offset(def: &NodeDef, arg: &str, op_defs: &OpDefs) -> R<usize> {
     Err(format!("op {} has no output {arg:?}", def.op))
 }
 
+/// How many outputs node `def` has, from its op definition and attrs; None when the model's
+/// op list does not define the op.
+pub fn output_count(def: &NodeDef, op_defs: &OpDefs) -> Option<R<usize>> {
+    let op = op_defs.get(&def.op)?;
+    let attrs = with_defaults(def, Some(op));
+    let attrs = Attrs::new(&attrs);
+    Some(
+        op.output_arg
+            .iter()
+            .map(|arg| arg_length(arg, &attrs))
+            .sum(),
+    )
+}
+
 /// How many tensors an op argument stands for, given the node's attrs.
 pub fn arg_length(arg: &crate::protos::op_def::ArgDef, attrs: &Attrs) -> R<usize> {
     if !arg.number_attr.is_empty() {

@@ -268,8 +268,12 @@ impl Ir {
                 }
             }
         }
-        if self.roots.contains(&call.name) {
-            self.roots.retain(|r| *r != call.name);
+        // The body's effects (stateful nodes, control outputs) run whenever the call does,
+        // even when the caller only uses some outputs: they become roots of the caller.
+        let was_root = self.roots.contains(&call.name);
+        self.roots.retain(|r| *r != call.name);
+        self.roots.extend(inner.roots.iter().map(|r| rename(r)));
+        if was_root {
             self.roots.extend(done);
         }
         self.index.clear();
@@ -285,7 +289,9 @@ impl Ir {
         let library = ctx.library;
         for &i in order {
             let node = &self.nodes[i];
-            if node.value.is_some() {
+            // A node with control inputs waits for their effects (a saver's Identity after its
+            // SaveV2): folding it would drop them.
+            if node.value.is_some() || !node.control.is_empty() {
                 continue;
             }
             let pure = match node.op.as_str() {

@@ -430,9 +430,13 @@ impl Model {
             for (list, map) in [(&mut feeds, &def.inputs), (&mut fetches, &def.outputs)] {
                 for info in map.values() {
                     if let Some(text) = tensor_name(info) {
-                        list.push(parse_graph_ref(text).map_err(|e| Error::Graph {
+                        let src = parse_graph_ref(text).map_err(|e| Error::Graph {
                             detail: format!("signature {name:?}: {e}"),
-                        })?);
+                        })?;
+                        self.check_ref(body, &src, text).map_err(|e| Error::Graph {
+                            detail: format!("signature {name:?}: {e}"),
+                        })?;
+                        list.push(src);
                     }
                 }
             }
@@ -458,6 +462,26 @@ impl Model {
             reached.push((node.op.clone(), node.name.clone(), function.to_string()));
         }
         Ok(reached)
+    }
+
+    /// Whether tensor `src` (written `text`) is an output the graph's node has.
+    fn check_ref(&self, body: &Body, src: &Src, text: &str) -> std::result::Result<(), String> {
+        let Src::Node(node, index) = src else {
+            return Ok(());
+        };
+        let def = body
+            .nodes
+            .get(node.as_str())
+            .ok_or_else(|| format!("tensor {text:?} names no node of the graph"))?
+            .def;
+        match crate::engine::graph::output_count(def, self.library.op_defs()) {
+            Some(Ok(count)) if *index < count => Ok(()),
+            Some(Ok(count)) => Err(format!(
+                "tensor {text:?} names output {index} of node {node:?}, which has {count} output(s)"
+            )),
+            Some(Err(e)) => Err(format!("node {node:?} (op {}): {e}", def.op)),
+            None => Ok(()),
+        }
     }
 
     /// An error listing every op the signatures reach that has no kernel.
@@ -570,6 +594,31 @@ impl Model {
             .map_err(|e| self.damaged(e.to_string()))
     }
 
+    /// Refuses checkpoint files outside the model directory (a link in `variables/`, or
+    /// `variables/` itself a link), unless the caller allowed any file.
+    fn confine_variables(&self, prefix: &Path) -> Result<()> {
+        let index = index_path(prefix);
+        let mut files = vec![index];
+        if let Ok(entries) = std::fs::read_dir(prefix.parent().unwrap_or(prefix)) {
+            files.extend(
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("variables.data-"))
+                    }),
+            );
+        }
+        for file in files.iter().filter(|f| f.symlink_metadata().is_ok()) {
+            let text = file.to_string_lossy();
+            self.library
+                .files
+                .readable(&text, &format!("variables file {text}"))?;
+        }
+        Ok(())
+    }
+
     fn damaged(&self, detail: String) -> Error {
         Error::Corrupt {
             path: self.export_dir.join(crate::saved_model::SAVED_MODEL_PB),
@@ -593,6 +642,7 @@ impl Model {
             return Ok(());
         }
         let prefix = self.export_dir.join("variables").join("variables");
+        self.confine_variables(&prefix)?;
         if !index_path(&prefix).is_file() {
             return Err(Error::Missing {
                 path: index_path(&prefix),
@@ -621,6 +671,7 @@ impl Model {
         objects: &crate::protos::SavedObjectGraph,
     ) -> Result<()> {
         let prefix = self.export_dir.join("variables").join("variables");
+        self.confine_variables(&prefix)?;
         let reader = BundleReader::open(&prefix)?;
         let index = index_path(&prefix);
         let graph_tensor = reader.read(OBJECT_GRAPH_KEY)?;
@@ -1136,6 +1187,9 @@ fn named(signature: &str, err: Error) -> Error {
         Error::Graph { detail } => Error::Graph {
             detail: format!("signature {signature:?}: {detail}"),
         },
+        Error::FileAccess { detail } => Error::FileAccess {
+            detail: format!("signature {signature:?}: {detail}"),
+        },
         other => other,
     }
 }
@@ -1143,6 +1197,9 @@ fn named(signature: &str, err: Error) -> Error {
 fn named_load(what: &str, err: Error) -> Error {
     match err {
         Error::Run { detail } => Error::Run {
+            detail: format!("{what}: {detail}"),
+        },
+        Error::FileAccess { detail } => Error::FileAccess {
             detail: format!("{what}: {detail}"),
         },
         other => other,

@@ -137,7 +137,9 @@ impl Plan {
                         ),
                     }),
                     Src::Node(n, k) => {
-                        let i = ir.index[n];
+                        let i = *ir.index.get(n).ok_or_else(|| Error::Graph {
+                            detail: format!("{}: no node {n:?}", ir.place),
+                        })?;
                         if let Some(values) = &ir.nodes[i].value {
                             let value = values.get(*k).cloned().ok_or_else(|| Error::Graph {
                                 detail: format!(
@@ -152,7 +154,10 @@ impl Plan {
                             });
                             return Ok(Slot::Const(c));
                         }
-                        Ok(Slot::Out(step_of[&i], *k))
+                        let step = step_of.get(&i).ok_or_else(|| Error::Graph {
+                            detail: format!("{}: node {n:?} is used before it runs", ir.place),
+                        })?;
+                        Ok(Slot::Out(*step, *k))
                     }
                 }
             };
@@ -280,6 +285,14 @@ impl Plan {
             Error::Run { detail } => detail,
             Error::DeadlineExceeded { detail } => {
                 return Error::DeadlineExceeded {
+                    detail: format!(
+                        "{}: node {:?} (op {}): {detail}",
+                        self.place, step.node, step.op
+                    ),
+                }
+            }
+            Error::FileAccess { detail } => {
+                return Error::FileAccess {
                     detail: format!(
                         "{}: node {:?} (op {}): {detail}",
                         self.place, step.node, step.op
