@@ -269,13 +269,10 @@ impl Ir {
             }
         }
         // The body's effects (stateful nodes, control outputs) run whenever the call does,
-        // even when the caller only uses some outputs: they become roots of the caller.
-        let was_root = self.roots.contains(&call.name);
+        // even when the caller uses only some outputs, or none: they become the caller's roots
+        // (its pure results need not run for their own sake).
         self.roots.retain(|r| *r != call.name);
         self.roots.extend(inner.roots.iter().map(|r| rename(r)));
-        if was_root {
-            self.roots.extend(done);
-        }
         self.index.clear();
         for (i, n) in self.nodes.iter().enumerate() {
             self.index.insert(n.name.clone(), i);
