@@ -104,7 +104,10 @@ def onnx_session(model_dir: Path, workdir: Path):
                           capture_output=True, text=True)
     if done.returncode != 0:
         return None
-    return onnxruntime.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+    try:
+        return onnxruntime.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+    except Exception:  # a conversion onnxruntime rejects (ops it lacks): no onnxruntime column
+        return None
 
 
 def latency_table(models: list[Path], repeats: int, workdir: Path) -> None:
@@ -168,7 +171,7 @@ def first_result(workdir: Path, runs: int = 5) -> None:
                        f"tf.saved_model.load({str(model)!r}).signatures['serving_default']"
                        f"({name}=tf.constant(np.load({str(workdir / 'x.npy')!r})))"],
     }
-    binary = shutil.which("savedmodel-run")
+    binary = shutil.which("savedmodel-run", path=str(Path(sys.executable).parent)) or shutil.which("savedmodel-run")
     if binary:
         commands["savedmodel-run"] = [binary, str(model), "--signature-def", "serving_default",
                                       "--inputs", f"{name}={workdir / 'x.npy'}", "--outdir",

@@ -93,32 +93,27 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     }))
 }
 
-/// Adds the per-channel bias (channels last) and applies the activation, in one pass.
+/// Adds the per-channel bias (channels last) and applies the activation, in one pass; the
+/// activation is chosen once, outside the loop, so each loop is specialized and vectorizes.
 fn epilogue(values: &mut [f32], bias: &[f32], activation: Activation) {
+    match activation {
+        Activation::None => bias_then(values, bias, |x| x),
+        Activation::Relu => bias_then(values, bias, |x| x.max(0.0)),
+        Activation::Relu6 => bias_then(values, bias, |x| x.clamp(0.0, 6.0)),
+        Activation::Elu => bias_then(values, bias, |x| if x > 0.0 { x } else { x.exp_m1() }),
+        Activation::LeakyRelu(alpha) => {
+            bias_then(values, bias, |x| if x > 0.0 { x } else { alpha * x })
+        }
+        Activation::Sigmoid => bias_then(values, bias, |x| 1.0 / (1.0 + (-x).exp())),
+        Activation::Tanh => bias_then(values, bias, f32::tanh),
+    }
+}
+
+#[inline(always)]
+fn bias_then(values: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32) {
     for row in values.chunks_exact_mut(bias.len()) {
         for (v, b) in row.iter_mut().zip(bias) {
-            let x = *v + b;
-            *v = match activation {
-                Activation::None => x,
-                Activation::Relu => x.max(0.0),
-                Activation::Relu6 => x.clamp(0.0, 6.0),
-                Activation::Elu => {
-                    if x > 0.0 {
-                        x
-                    } else {
-                        x.exp_m1()
-                    }
-                }
-                Activation::LeakyRelu(alpha) => {
-                    if x > 0.0 {
-                        x
-                    } else {
-                        alpha * x
-                    }
-                }
-                Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-                Activation::Tanh => x.tanh(),
-            };
+            *v = f(*v + b);
         }
     }
 }
