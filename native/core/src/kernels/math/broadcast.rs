@@ -5,7 +5,7 @@
 
 use rayon::prelude::*;
 
-use super::num::PARALLEL_MIN;
+use super::num::{par_map, PARALLEL_MIN};
 use crate::engine::kernel::{fail, KResult};
 use crate::kernels::util::{broadcast_shape, broadcast_strides};
 use crate::tensor::element_count;
@@ -27,10 +27,10 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, O: Send>(
         Vec::new()
     } else if a.len() == count && b.len() == 1 {
         let y = b[0];
-        a.iter().map(|&x| f(x, y)).collect()
+        par_map(a, |x| f(x, y))
     } else if b.len() == count && a.len() == 1 {
         let x = a[0];
-        b.iter().map(|&y| f(x, y)).collect()
+        par_map(b, |y| f(x, y))
     } else if a.len() == count && is_trailing_block(b_shape, &out) {
         tiled(a, b, &f)
     } else if b.len() == count && is_trailing_block(a_shape, &out) {
