@@ -3,17 +3,20 @@
 //! rows, such as a per-channel bias or scale. Everything else runs row by row along the last
 //! output axis, so the inner loops stay contiguous.
 
+use rayon::prelude::*;
+
+use super::num::{par_map, PARALLEL_MIN};
 use crate::engine::kernel::{fail, KResult};
 use crate::kernels::util::{broadcast_shape, broadcast_strides};
 use crate::tensor::element_count;
 
 /// `f(a, b)` elementwise with broadcasting: the output shape and its elements in row-major order.
-pub fn map2<A: Copy, B: Copy, O>(
+pub fn map2<A: Copy + Sync, B: Copy + Sync, O: Send>(
     a: &[A],
     a_shape: &[usize],
     b: &[B],
     b_shape: &[usize],
-    f: impl Fn(A, B) -> O,
+    f: impl Fn(A, B) -> O + Sync + Send,
 ) -> KResult<(Vec<usize>, Vec<O>)> {
     if a_shape == b_shape {
         return Ok((a_shape.to_vec(), zip(a, b, &f)));
@@ -24,10 +27,10 @@ pub fn map2<A: Copy, B: Copy, O>(
         Vec::new()
     } else if a.len() == count && b.len() == 1 {
         let y = b[0];
-        a.iter().map(|&x| f(x, y)).collect()
+        par_map(a, |x| f(x, y))
     } else if b.len() == count && a.len() == 1 {
         let x = a[0];
-        b.iter().map(|&y| f(x, y)).collect()
+        par_map(b, |y| f(x, y))
     } else if a.len() == count && is_trailing_block(b_shape, &out) {
         tiled(a, b, &f)
     } else if b.len() == count && is_trailing_block(a_shape, &out) {
@@ -38,8 +41,22 @@ pub fn map2<A: Copy, B: Copy, O>(
     Ok((out, values))
 }
 
-fn zip<A: Copy, B: Copy, O>(a: &[A], b: &[B], f: &impl Fn(A, B) -> O) -> Vec<O> {
-    a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+/// Equal shapes: across threads when the work is large.
+fn zip<A: Copy + Sync, B: Copy + Sync, O: Send>(
+    a: &[A],
+    b: &[B],
+    f: &(impl Fn(A, B) -> O + Sync),
+) -> Vec<O> {
+    if a.len() < PARALLEL_MIN {
+        return a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect();
+    }
+    let mut out = Vec::with_capacity(a.len());
+    a.par_iter()
+        .zip(b)
+        .with_min_len(PARALLEL_MIN / 4)
+        .map(|(&x, &y)| f(x, y))
+        .collect_into_vec(&mut out);
+    out
 }
 
 /// Whether `shape` (leading ones aside) is the trailing dimensions of `out`, so its elements
@@ -80,7 +97,10 @@ fn by_rows<A: Copy, B: Copy, O>(
     let (mut oa, mut ob) = (0usize, 0usize);
     for _ in 0..count / width {
         match (step_a != 0, step_b != 0) {
-            (true, true) => values.extend(zip(&a[oa..oa + width], &b[ob..ob + width], f)),
+            (true, true) => {
+                let pairs = a[oa..oa + width].iter().zip(&b[ob..ob + width]);
+                values.extend(pairs.map(|(&x, &y)| f(x, y)));
+            }
             (true, false) => {
                 let y = b[ob];
                 values.extend(a[oa..oa + width].iter().map(|&x| f(x, y)));

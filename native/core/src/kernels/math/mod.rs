@@ -11,6 +11,8 @@ mod num;
 mod reduce;
 mod select;
 mod softmax;
+#[cfg(test)]
+mod tests;
 mod topk;
 mod unary;
 

@@ -5,7 +5,25 @@
 
 use std::fmt::Debug;
 
+use rayon::prelude::*;
+
 use crate::tensor::Element;
+
+/// Elementwise work below this many elements stays on the calling thread.
+pub const PARALLEL_MIN: usize = 32 * 1024;
+
+/// `f` over every element, across threads when the work is large enough to pay for them.
+pub fn par_map<T: Copy + Sync, O: Send>(v: &[T], f: impl Fn(T) -> O + Sync + Send) -> Vec<O> {
+    if v.len() < PARALLEL_MIN {
+        return v.iter().copied().map(f).collect();
+    }
+    let mut out = Vec::with_capacity(v.len());
+    v.par_iter()
+        .with_min_len(PARALLEL_MIN / 4)
+        .map(|&x| f(x))
+        .collect_into_vec(&mut out);
+    out
+}
 
 /// f32 and f64: num-traits' `Float` plus what it lacks.
 pub trait Real: num_traits::Float + Element + Default + Debug {
@@ -120,11 +138,12 @@ macro_rules! float_unary {
         use $crate::kernels::util::{f32_to_half, half_to_f32, make};
         use $crate::tensor::Storage as S;
         let t: &$crate::tensor::Tensor = $t;
+        use $crate::kernels::math::num::par_map;
         let storage = match t.storage() {
-            S::Float32(v) => Some(S::Float32(v.iter().copied().map($f).collect())),
-            S::Float64(v) => Some(S::Float64(v.iter().copied().map($f).collect())),
+            S::Float32(v) => Some(S::Float32(par_map(v, $f))),
+            S::Float64(v) => Some(S::Float64(par_map(v, $f))),
             S::Float16(_) | S::BFloat16(_) => half_to_f32(t).and_then(|w| {
-                let out: Vec<f32> = w.into_iter().map($f).collect();
+                let out: Vec<f32> = par_map(&w, $f);
                 f32_to_half(t.dtype(), &out)
             }),
             _ => None,
