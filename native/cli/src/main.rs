@@ -1,6 +1,7 @@
 //! `savedmodel-run`: run one signature of a SavedModel directory or a frozen GraphDef file on
 //! the native engine, with no Python. Flags, inputs and outputs are `savedmodel run`'s: outputs
-//! print as arrays, or go to `OUTDIR/<key>.npy`; `--bench N` also times N further calls.
+//! print as arrays, or go to `OUTDIR/<key>.npy`; `--bench N` also times N further calls and
+//! `--profile` says where their time goes.
 //! Errors print as one `Error: ...` line with exit status 1 (usage errors: status 2).
 
 mod inputs;
@@ -13,7 +14,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use savedmodel_core::{LoadOptions, Model, Tensor};
+
+/// mimalloc keeps freed pages for the next call's tensors instead of returning them to the
+/// system (glibc maps and unmaps every large block), which saves the page faults of
+/// re-touching fresh memory on every call.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use savedmodel_core::{LoadOptions, Model, Profile, RunOptions, Tensor};
 
 /// Run one signature of a SavedModel (a directory) or a frozen GraphDef (a .pb file) on the
 /// native engine, with no Python.
@@ -59,6 +66,10 @@ struct Args {
     /// After the first call, time N more and print latency percentiles (to stderr).
     #[arg(long, value_name = "N")]
     bench: Option<usize>,
+    /// Print where the time of the calls after the first goes, per op type and for the
+    /// slowest nodes (to stderr); with --bench N over those N calls, else over one more call.
+    #[arg(long)]
+    profile: bool,
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -101,14 +112,22 @@ fn run(args: &Args) -> Result<(), String> {
     let deadline = args
         .timeout
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
-    let call = |feeds: Vec<(String, Tensor)>| {
+    let profile = Profile::new();
+    let call = |feeds: Vec<(String, Tensor)>, profile: Option<&Profile>| {
+        let options = RunOptions { deadline, profile };
         model
-            .run_until(&args.signature, feeds, deadline)
+            .run_with(&args.signature, feeds, &options)
             .map_err(|e| e.to_string())
     };
-    let outputs = call(feeds.clone())?;
-    if let Some(n) = args.bench {
-        bench(n, || call(feeds.clone()).map(drop))?;
+    let outputs = call(feeds.clone(), None)?;
+    let profiled = args.profile.then_some(&profile);
+    match args.bench {
+        Some(n) => bench(n, || call(feeds.clone(), profiled).map(drop))?,
+        None if args.profile => call(feeds.clone(), profiled).map(drop)?,
+        None => {}
+    }
+    if args.profile {
+        report(&profile);
     }
     match &args.outdir {
         None => {
@@ -166,6 +185,49 @@ fn bench(n: usize, mut call: impl FnMut() -> Result<(), String>) -> Result<(), S
     );
     Ok(())
 }
+
+/// Prints the profile's time per op type, then its slowest nodes, to stderr.
+fn report(profile: &Profile) {
+    let total = profile.total().as_secs_f64();
+    let share = |seconds: f64| {
+        if total > 0.0 {
+            100.0 * seconds / total
+        } else {
+            0.0
+        }
+    };
+    eprintln!(
+        "time per op type (own time, over the profiled calls; total {:.3} ms):",
+        total * 1e3
+    );
+    eprintln!("{:>10} {:>6} {:>8}  op", "ms", "%", "runs");
+    for e in profile.ops() {
+        let s = e.own.as_secs_f64();
+        eprintln!(
+            "{:>10.3} {:>6.1} {:>8}  {}",
+            s * 1e3,
+            share(s),
+            e.runs,
+            e.op
+        );
+    }
+    eprintln!("slowest nodes:");
+    eprintln!("{:>10} {:>6} {:>8}  node (op)", "ms", "%", "runs");
+    for e in profile.nodes().into_iter().take(SLOWEST_NODES) {
+        let s = e.own.as_secs_f64();
+        eprintln!(
+            "{:>10.3} {:>6.1} {:>8}  {} ({})",
+            s * 1e3,
+            share(s),
+            e.runs,
+            e.node,
+            e.op
+        );
+    }
+}
+
+/// How many nodes `--profile` lists by name.
+const SLOWEST_NODES: usize = 20;
 
 /// Writes each output to `dir/<key>.npy` ('/' in a key becomes '_'), refusing to replace files
 /// unless `overwrite`; each file is written whole (temporary file, then rename).

@@ -29,6 +29,6 @@ pub mod protos {
 
 pub use bundle::BundleReader;
 pub use dtype::DType;
-pub use engine::{LoadOptions, Model};
+pub use engine::{LoadOptions, Model, Profile, RunOptions};
 pub use error::{Error, MissingOp, Result};
 pub use tensor::{Storage, Tensor};

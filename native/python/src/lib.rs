@@ -4,6 +4,12 @@
 //! a model loads or runs, and turns the core's errors into one exception type whose `kind` the
 //! Python side maps onto the numpy engine's exception classes (so both engines raise alike).
 
+/// mimalloc keeps freed pages for the next call's tensors instead of returning them to the
+/// system (glibc maps and unmaps every large block), which saves the page faults of
+/// re-touching fresh memory on every call.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::dtype::DType;
 use crate::engine::kernel::{fail, KResult};
 use crate::engine::library::Library;
+use crate::engine::profile::Profile;
 use crate::engine::value::{Resource, Value};
 use crate::error::Error;
 
@@ -25,6 +26,8 @@ pub struct RunContext<'a> {
     pub files: &'a FileAccess,
     /// When the caller's time limit runs out; checked per function call and loop iteration.
     pub deadline: Option<Instant>,
+    /// Where each step's time is charged, when the caller profiles.
+    pub profile: Option<&'a Profile>,
 }
 
 impl<'a> RunContext<'a> {
@@ -46,6 +49,7 @@ impl<'a> RunContext<'a> {
             calls,
             files: self.files,
             deadline: self.deadline,
+            profile: self.profile,
         };
         plan.run(&inner, inputs.to_vec())
     }

@@ -66,6 +66,7 @@ impl Library {
             calls: Vec::new(),
             files: &self.files,
             deadline: None,
+            profile: None,
         }
     }
 

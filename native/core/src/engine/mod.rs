@@ -10,11 +10,13 @@ pub mod kernel;
 pub mod library;
 pub mod model;
 pub mod plan;
+pub mod profile;
 pub mod value;
 
 pub use context::RunContext;
 pub use kernel::{KResult, Kernel, NodeSpec, Registry};
-pub use model::{LoadOptions, Model, Signature, TensorSpec};
+pub use model::{LoadOptions, Model, RunOptions, Signature, TensorSpec};
+pub use profile::Profile;
 pub use value::Value;
 
 use std::sync::Arc;

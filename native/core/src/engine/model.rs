@@ -32,6 +32,14 @@ const ASSETS_COLLECTION: &str = "saved_model_assets";
 const OBJECT_GRAPH_KEY: &str = "_CHECKPOINTABLE_OBJECT_GRAPH";
 const VARIABLE_VALUE: &str = "VARIABLE_VALUE";
 
+/// How one call runs: past `deadline` it stops at the next function call or loop iteration;
+/// with `profile`, every step's own time is charged to it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions<'p> {
+    pub deadline: Option<std::time::Instant>,
+    pub profile: Option<&'p crate::engine::profile::Profile>,
+}
+
 /// How a model is loaded.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -210,10 +218,25 @@ impl Model {
         inputs: Vec<(String, Tensor)>,
         deadline: Option<std::time::Instant>,
     ) -> Result<Vec<(String, Arc<Tensor>)>> {
+        let options = RunOptions {
+            deadline,
+            ..RunOptions::default()
+        };
+        self.run_with(name, inputs, &options)
+    }
+
+    /// [`Model::run`] under `options` (a time limit, a profile to charge each step to).
+    pub fn run_with(
+        &self,
+        name: &str,
+        inputs: Vec<(String, Tensor)>,
+        options: &RunOptions,
+    ) -> Result<Vec<(String, Arc<Tensor>)>> {
         let signature = self.signature(name)?;
         let args = signature.arrange(inputs)?;
         let mut ctx = self.context();
-        ctx.deadline = deadline;
+        ctx.deadline = options.deadline;
+        ctx.profile = options.profile;
         let values = signature
             .plan
             .run(&ctx, args)

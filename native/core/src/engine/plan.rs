@@ -245,10 +245,13 @@ impl Plan {
             for &s in &step.inputs {
                 inputs.push(self.read(&args, &outs, s).map_err(|e| self.wrap(step, e))?);
             }
-            let result = step
-                .kernel
-                .run(ctx, &inputs)
-                .map_err(|e| self.wrap(step, e))?;
+            let result = match ctx.profile {
+                None => step.kernel.run(ctx, &inputs),
+                Some(profile) => {
+                    profile.time(&step.op, &step.node, || step.kernel.run(ctx, &inputs))
+                }
+            }
+            .map_err(|e| self.wrap(step, e))?;
             inputs.clear();
             outs.push(result);
             for &done in &step.frees {

@@ -1,0 +1,136 @@
+//! Where a call's time goes: each kernel's own time (a call, branch or loop kernel's time
+//! without the kernels it ran), summed per node over the calls profiled. What
+//! `savedmodel-run --profile` prints; off unless a caller asks, and then one clock read per
+//! step.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+thread_local! {
+    /// Time spent in steps finished on this thread so far, nested ones included: a step's own
+    /// time is its elapsed time less what this grew by while it ran.
+    static STEPS_TIME: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+}
+
+/// One node's (or op type's) share of the profiled calls.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Entry {
+    pub op: String,
+    pub node: String,
+    pub runs: u64,
+    pub own: Duration,
+}
+
+/// Per-node own time, filled by plans run with a context that carries it.
+#[derive(Debug, Default)]
+pub struct Profile {
+    by_node: Mutex<HashMap<(String, String), Entry>>,
+}
+
+impl Profile {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `step` (node `node` of op `op`) and charges it its own time.
+    pub fn time<T>(&self, op: &str, node: &str, step: impl FnOnce() -> T) -> T {
+        let nested_before = STEPS_TIME.with(Cell::get);
+        let start = Instant::now();
+        let result = step();
+        let elapsed = start.elapsed();
+        let nested = STEPS_TIME.with(Cell::get).saturating_sub(nested_before);
+        STEPS_TIME.with(|t| t.set(nested_before + elapsed));
+        self.charge(op, node, elapsed.saturating_sub(nested));
+        result
+    }
+
+    fn charge(&self, op: &str, node: &str, own: Duration) {
+        let mut map = match self.by_node.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let entry = map
+            .entry((op.to_string(), node.to_string()))
+            .or_insert_with(|| Entry {
+                op: op.to_string(),
+                node: node.to_string(),
+                ..Entry::default()
+            });
+        entry.runs += 1;
+        entry.own += own;
+    }
+
+    /// Every node profiled, most time first.
+    pub fn nodes(&self) -> Vec<Entry> {
+        let map = match self.by_node.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut entries: Vec<Entry> = map.values().cloned().collect();
+        entries.sort_by(|a, b| b.own.cmp(&a.own).then_with(|| a.node.cmp(&b.node)));
+        entries
+    }
+
+    /// The nodes' time summed per op type (`node` empty), most time first.
+    pub fn ops(&self) -> Vec<Entry> {
+        let mut by_op: HashMap<String, Entry> = HashMap::new();
+        for entry in self.nodes() {
+            let total = by_op.entry(entry.op.clone()).or_insert_with(|| Entry {
+                op: entry.op.clone(),
+                ..Entry::default()
+            });
+            total.runs += entry.runs;
+            total.own += entry.own;
+        }
+        let mut entries: Vec<Entry> = by_op.into_values().collect();
+        entries.sort_by(|a, b| b.own.cmp(&a.own).then_with(|| a.op.cmp(&b.op)));
+        entries
+    }
+
+    /// The total own time of every step profiled.
+    pub fn total(&self) -> Duration {
+        self.nodes().iter().map(|e| e.own).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spin(d: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < d {}
+    }
+
+    #[test]
+    fn nested_steps_are_not_charged_to_their_caller() {
+        let profile = Profile::new();
+        profile.time("PartitionedCall", "call", || {
+            spin(Duration::from_millis(2));
+            profile.time("MatMul", "inner", || spin(Duration::from_millis(20)));
+        });
+        let nodes = profile.nodes();
+        assert_eq!(nodes[0].node, "inner");
+        assert!(nodes[0].own >= Duration::from_millis(20));
+        let call = &nodes[1];
+        assert_eq!(call.node, "call");
+        assert!(call.own >= Duration::from_millis(2));
+        assert!(call.own < Duration::from_millis(20), "{:?}", call.own);
+    }
+
+    #[test]
+    fn ops_sum_their_nodes() {
+        let profile = Profile::new();
+        for node in ["a", "b", "a"] {
+            profile.time("Relu", node, || spin(Duration::from_micros(50)));
+        }
+        profile.time("Add", "c", || ());
+        let ops = profile.ops();
+        assert_eq!(ops[0].op, "Relu");
+        assert_eq!(ops[0].runs, 3);
+        assert_eq!(profile.nodes().len(), 3);
+        assert_eq!(profile.total(), ops.iter().map(|e| e.own).sum());
+    }
+}
