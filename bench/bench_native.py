@@ -71,8 +71,8 @@ def feeds_for(signature, batch: int, rng) -> dict:
     for key, spec in signature.inputs.items():
         dims = [d if d is not None and d >= 0 else 16 for d in spec.shape[1:]] if spec.shape else []
         shape = (batch, *dims)
-        if "INT" in spec.dtype.upper():
-            feeds[key] = rng.integers(0, 10, shape).astype(np.dtype(spec.dtype.lower().removeprefix("dt_")))
+        if "INT" in spec.dtype.upper():  # ids in [0, 2): valid for any vocabulary, segments too
+            feeds[key] = rng.integers(0, 2, shape).astype(np.dtype(spec.dtype.lower().removeprefix("dt_")))
         elif "padding_mask" in key:
             feeds[key] = np.ones(shape, np.int32)
         else:

@@ -1,9 +1,11 @@
 //! Fusion: rewriting a convolution or matmul with constant weights, followed by a chain of
 //! per-channel affine ops (BiasAdd, Add, Sub and Mul by constants: biases and inference-mode
-//! batch normalization) and an optional activation, into one node of TensorFlow's internal
-//! fused ops (`_FusedConv2D`, `_FusedDepthwiseConv2dNative`, `_FusedMatMul`: fused_ops
-//! `[BiasAdd, <activation>]`). The scales are multiplied into the weights and the shifts become
-//! the bias, so the chain costs one pass over the output instead of one per op.
+//! batch normalization), optionally an Add of a tensor computed at run time (a residual
+//! connection) and an optional activation, into one node of TensorFlow's internal fused ops
+//! (`_FusedConv2D`, `_FusedDepthwiseConv2dNative`, `_FusedMatMul`: fused_ops
+//! `[BiasAdd, (Add,) (<activation>)]`, the residual as a fourth input). The scales are
+//! multiplied into the weights and the shifts become the bias, so the chain costs one pass over
+//! the output instead of one per op.
 //!
 //! Patterns are matched after folding, so weights and batch-norm statistics are constants;
 //! only float32 NHWC chains whose intermediate results nothing else reads are rewritten.
@@ -43,6 +45,9 @@ struct Uses {
     pinned: std::collections::HashSet<String>,
     /// The nodes reading each node's outputs.
     consumers: HashMap<String, Vec<usize>>,
+    /// Nodes inside a chain already rewritten: still in the IR until pruned, but no longer
+    /// computed, so no other chain may extend through them.
+    absorbed: std::collections::HashSet<usize>,
 }
 
 fn use_counts(ir: &Ir) -> Uses {
@@ -70,6 +75,7 @@ fn use_counts(ir: &Ir) -> Uses {
         data,
         pinned,
         consumers,
+        absorbed: Default::default(),
     }
 }
 
@@ -80,10 +86,17 @@ struct Rewrite {
     weights: Tensor,
     bias: Vec<f32>,
     activation: Option<(String, f32)>,
+    /// A run-time tensor of the output's shape added before the activation.
+    residual: Option<Src>,
+    /// The chain's nodes (the last one becomes the fused node).
+    absorbed: Vec<usize>,
 }
 
 /// The chain starting at producer `i`, if it is worth fusing.
 fn match_chain(ir: &Ir, i: usize, uses: &Uses) -> Option<Rewrite> {
+    if uses.absorbed.contains(&i) {
+        return None;
+    }
     let producer = &ir.nodes[i];
     let (channels, layout) = output_channels(ir, producer)?;
     let weights = weights_of(ir, producer)?;
@@ -91,26 +104,36 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses) -> Option<Rewrite> {
     let mut shift = vec![0f32; channels];
     let mut current = i;
     let mut activation = None;
+    let mut residual = None;
     let mut length = 0;
+    let mut absorbed = vec![i];
     loop {
         let name = &ir.nodes[current].name;
         if uses.pinned.contains(name) || uses.data.get(&(name.clone(), 0)) != Some(&1) {
             break;
         }
         let next = match uses.consumers.get(name).map(Vec::as_slice) {
-            Some(&[j]) => j,
+            Some(&[j]) if !uses.absorbed.contains(&j) => j,
             _ => break,
         };
         let node = &ir.nodes[next];
         if let Some(alpha) = activation_of(node) {
             activation = Some((node.op.clone(), alpha));
+            absorbed.push(next);
             current = next;
             length += 1;
             break;
         }
-        if !affine_step(ir, node, name, channels, &mut scale, &mut shift) {
+        if residual.is_some() {
             break;
         }
+        if !affine_step(ir, node, name, channels, &mut scale, &mut shift) {
+            match residual_of(ir, node, name) {
+                Some(other) => residual = Some(other),
+                None => break,
+            }
+        }
+        absorbed.push(next);
         current = next;
         length += 1;
     }
@@ -124,7 +147,24 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses) -> Option<Rewrite> {
         weights,
         bias: shift,
         activation,
+        residual,
+        absorbed,
     })
+}
+
+/// The other input of an Add/AddV2 of the chain's value `input` and a tensor computed at run
+/// time (a residual connection), which the fused kernel adds in its output pass.
+fn residual_of(ir: &Ir, node: &IrNode, input: &str) -> Option<Src> {
+    if !matches!(node.op.as_str(), "Add" | "AddV2") || node.inputs.len() != 2 || !float32(node) {
+        return None;
+    }
+    let ours = |s: &Src| matches!(s, Src::Node(n, 0) if n == input);
+    let other = match (&node.inputs[0], &node.inputs[1]) {
+        (a, b) if ours(a) && !ours(b) => b,
+        (a, b) if ours(b) && !ours(a) => a,
+        _ => return None,
+    };
+    ir.known(other).is_none().then(|| other.clone())
 }
 
 /// Folds one BiasAdd/Add/AddV2/Sub/Mul by a per-channel constant into (scale, shift);
@@ -282,6 +322,9 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
     let fused_op = format!("_Fused{}", producer.op);
     let mut attrs = producer.attrs.clone();
     let mut fused_ops = vec![b"BiasAdd".to_vec()];
+    if rewrite.residual.is_some() {
+        fused_ops.push(b"Add".to_vec());
+    }
     if let Some((op, alpha)) = &rewrite.activation {
         fused_ops.push(op.as_bytes().to_vec());
         attrs.insert(
@@ -303,7 +346,7 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
     attrs.insert(
         "num_args".into(),
         AttrValue {
-            value: Some(A::I(1)),
+            value: Some(A::I(1 + i64::from(rewrite.residual.is_some()))),
         },
     );
     let input = producer.inputs[0].clone();
@@ -334,10 +377,14 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
         name: last_name,
         op: fused_op,
         attrs,
-        inputs: vec![input, Src::Node(weights_name, 0), Src::Node(bias_name, 0)],
+        inputs: [input, Src::Node(weights_name, 0), Src::Node(bias_name, 0)]
+            .into_iter()
+            .chain(rewrite.residual)
+            .collect(),
         control,
         value: None,
         chain,
     };
     uses.pinned.insert(ir.nodes[rewrite.producer].name.clone());
+    uses.absorbed.extend(rewrite.absorbed);
 }

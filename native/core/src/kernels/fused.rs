@@ -1,13 +1,20 @@
 //! TensorFlow's internal fused ops, which the plan optimizer (engine::fuse) rewrites chains
 //! into: `_FusedConv2D`, `_FusedDepthwiseConv2dNative` and `_FusedMatMul` with fused_ops
-//! `[BiasAdd]` or `[BiasAdd, <activation>]`. The base op runs through its own kernel; the bias
-//! and activation are then applied in one pass over its output, in place.
+//! `[BiasAdd]`, `[BiasAdd, <activation>]`, `[BiasAdd, Add]` or `[BiasAdd, Add, <activation>]`
+//! (Add: a residual input of the output's shape, the op's fourth input). A float32 NHWC
+//! convolution applies them to each block of output while it is still in cache; anything else
+//! runs the base op and then one pass over its output.
 
 use std::sync::Arc;
 
+use crate::dtype::DType;
 use crate::engine::fuse::FUSED_ACTIVATIONS;
-use crate::engine::kernel::{boxed, fail, tensor_input, Kernel, NodeSpec, Registry};
+use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::Value;
+use crate::kernels::nn::{
+    conv_fused, conv_out_shape, conv_spec, depthwise_fused, depthwise_out_shape, Spec,
+};
+use crate::tensor::Tensor;
 
 pub fn register(r: &mut Registry) {
     for base in ["Conv2D", "DepthwiseConv2dNative", "MatMul"] {
@@ -36,6 +43,20 @@ enum Activation {
     Tanh,
 }
 
+/// The convolutions whose kernels take the epilogue themselves.
+#[derive(Clone)]
+enum Direct {
+    Conv(Spec),
+    Depthwise(Spec),
+}
+
+/// What follows the base op: its bias, an optional residual input, an activation.
+#[derive(Clone, Copy)]
+struct Tail {
+    activation: Activation,
+    residual: bool,
+}
+
 fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     let base = node.op.trim_start_matches("_Fused");
     let registry = crate::kernels::registry();
@@ -48,15 +69,71 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
         attrs: crate::engine::attrs::Attrs::new(node.attrs.map()),
         num_inputs: 2,
     })?;
+    let tail = tail(node)?;
+    let direct = match base {
+        "Conv2D" => Some(Direct::Conv(conv_spec(&node.attrs)?)),
+        "DepthwiseConv2dNative" => Some(Direct::Depthwise(conv_spec(&node.attrs)?)),
+        _ => None,
+    }
+    .filter(|d| match d {
+        Direct::Conv(s) | Direct::Depthwise(s) => !s.channels_first,
+    });
+    let add = residual_add(node)?;
+    let arity = 3 + usize::from(tail.residual);
+    Ok(boxed(move |ctx, inputs| {
+        if inputs.len() != arity {
+            return Err(fail(format!("takes {arity} inputs, got {}", inputs.len())));
+        }
+        let bias = tensor_input(inputs, 2)?;
+        let bias = bias
+            .values::<f32>()
+            .ok_or_else(|| fail(format!("bias must be float32, got {}", bias.dtype())))?;
+        if bias.is_empty() {
+            return Err(fail("bias must not be empty"));
+        }
+        let residual = match tail.residual {
+            true => Some(tensor_input(inputs, 3)?),
+            false => None,
+        };
+        if let Some(direct) = &direct {
+            let (x, filter) = (tensor_input(inputs, 0)?, tensor_input(inputs, 1)?);
+            if let Some(out) = convolve(direct, &x, &filter, bias, residual.as_deref(), tail)? {
+                return Ok(vec![Value::Tensor(Arc::new(out))]);
+            }
+        }
+        let mut outputs = inner.run(ctx, &inputs[..2])?;
+        let Some(Value::Tensor(out)) = outputs.first_mut() else {
+            return Err(fail("the base op gave no tensor"));
+        };
+        match (residual, &add) {
+            (Some(r), Some(add)) if r.shape() != out.shape() => {
+                // A residual that broadcasts: bias first, then TensorFlow's Add, then activation.
+                finish(out, bias, None, Activation::None)?;
+                let sum = add.run(ctx, &[Value::Tensor(out.clone()), Value::Tensor(r)])?;
+                let mut sum = tensor_of(sum)?;
+                activate(&mut sum, tail.activation)?;
+                Ok(vec![Value::Tensor(sum)])
+            }
+            (residual, _) => {
+                finish(out, bias, residual.as_deref(), tail.activation)?;
+                Ok(outputs)
+            }
+        }
+    }))
+}
+
+/// The activation and whether there is a residual input, from fused_ops and num_args.
+fn tail(node: &NodeSpec) -> Result<Tail, String> {
     let ops = node.attrs.strings("fused_ops")?;
-    let activation = match ops
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["BiasAdd"] => Activation::None,
-        ["BiasAdd", act] if FUSED_ACTIVATIONS.contains(act) => match *act {
+    let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
+    let (residual, rest) = match ops.as_slice() {
+        ["BiasAdd", "Add", rest @ ..] => (true, rest),
+        ["BiasAdd", rest @ ..] => (false, rest),
+        other => return Err(format!("fused_ops {other:?} is not supported")),
+    };
+    let activation = match rest {
+        [] => Activation::None,
+        [act] if FUSED_ACTIVATIONS.contains(act) => match *act {
             "Relu" => Activation::Relu,
             "Relu6" => Activation::Relu6,
             "Elu" => Activation::Elu,
@@ -64,56 +141,193 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
             "Sigmoid" => Activation::Sigmoid,
             _ => Activation::Tanh,
         },
-        other => return Err(format!("fused_ops {other:?} is not supported")),
+        _ => return Err(format!("fused_ops {ops:?} is not supported")),
     };
-    Ok(boxed(move |ctx, inputs| {
-        if inputs.len() != 3 {
-            return Err(fail(format!("takes 3 inputs, got {}", inputs.len())));
-        }
-        let mut outputs = inner.run(ctx, &inputs[..2])?;
-        let bias = tensor_input(inputs, 2)?;
-        let bias = bias
-            .values::<f32>()
-            .ok_or_else(|| fail(format!("bias must be float32, got {}", bias.dtype())))?;
-        let Some(Value::Tensor(out)) = outputs.first_mut() else {
-            return Err(fail("the base op gave no tensor"));
-        };
-        let values = Arc::make_mut(out)
-            .values_mut::<f32>()
-            .ok_or_else(|| fail("the base op's output is not float32"))?;
-        if bias.is_empty() || values.len() % bias.len() != 0 {
-            return Err(fail(format!(
-                "bias of {} values does not divide the output's {} values",
-                bias.len(),
-                values.len()
-            )));
-        }
-        epilogue(values, bias, activation);
-        Ok(outputs)
-    }))
+    let num_args = node.attrs.int_or("num_args", 1)?;
+    if num_args != 1 + i64::from(residual) {
+        return Err(format!(
+            "fused_ops {ops:?} take {} extra inputs, num_args is {num_args}",
+            1 + usize::from(residual)
+        ));
+    }
+    Ok(Tail {
+        activation,
+        residual,
+    })
 }
 
-/// Adds the per-channel bias (channels last) and applies the activation, in one pass; the
+/// TensorFlow's AddV2 on float32, for residuals that broadcast.
+fn residual_add(node: &NodeSpec) -> Result<Option<Box<dyn Kernel>>, String> {
+    let registry = crate::kernels::registry();
+    let Some(info) = registry.get("AddV2") else {
+        return Ok(None);
+    };
+    let mut attrs = std::collections::HashMap::new();
+    attrs.insert(
+        "T".to_string(),
+        crate::protos::AttrValue {
+            value: Some(crate::protos::attr_value::Value::Type(
+                DType::Float32.to_proto(),
+            )),
+        },
+    );
+    (info.factory)(&NodeSpec {
+        name: node.name,
+        op: "AddV2",
+        attrs: crate::engine::attrs::Attrs::new(&attrs),
+        num_inputs: 2,
+    })
+    .map(Some)
+}
+
+fn tensor_of(outputs: Vec<Value>) -> KResult<Arc<Tensor>> {
+    match outputs.into_iter().next() {
+        Some(Value::Tensor(t)) => Ok(t),
+        _ => Err(fail("Add gave no tensor")),
+    }
+}
+
+/// The convolution with the tail applied to each block of output as it is computed; None when
+/// the inputs are not float32 or the residual's shape is not the output's (the caller then
+/// runs the general path).
+fn convolve(
+    direct: &Direct,
+    x: &Tensor,
+    filter: &Tensor,
+    bias: &[f32],
+    residual: Option<&Tensor>,
+    tail: Tail,
+) -> KResult<Option<Tensor>> {
+    if x.dtype() != DType::Float32 || filter.dtype() != DType::Float32 {
+        return Ok(None);
+    }
+    let shape = match direct {
+        Direct::Conv(spec) => conv_out_shape(spec, x, filter)?,
+        Direct::Depthwise(spec) => depthwise_out_shape(spec, x, filter)?,
+    };
+    check_bias(bias.len(), shape[3])?;
+    let residual = match residual {
+        None => None,
+        Some(r) if r.shape() == shape.as_slice() => Some(
+            r.values::<f32>()
+                .ok_or_else(|| fail(format!("residual must be float32, got {}", r.dtype())))?,
+        ),
+        Some(_) => return Ok(None),
+    };
+    let epilogue = |offset: usize, rows: &mut [f32]| {
+        let side = residual.map(|r| &r[offset..offset + rows.len()]);
+        apply(rows, bias, side, tail.activation);
+    };
+    let out = match direct {
+        Direct::Conv(spec) => conv_fused(spec, x, filter, &epilogue)?,
+        Direct::Depthwise(spec) => depthwise_fused(spec, x, filter, &epilogue)?,
+    };
+    Ok(Some(out))
+}
+
+fn check_bias(bias: usize, channels: usize) -> KResult<()> {
+    if bias == channels {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "bias has {bias} values, the output has {channels} channels"
+    )))
+}
+
+/// Adds the bias (and the residual, when given: same shape as `out`) and activates, in place.
+fn finish(
+    out: &mut Arc<Tensor>,
+    bias: &[f32],
+    residual: Option<&Tensor>,
+    activation: Activation,
+) -> KResult<()> {
+    let channels = out.shape().last().copied().unwrap_or(1);
+    check_bias(bias.len(), channels)?;
+    let residual = residual
+        .map(|r| {
+            r.values::<f32>()
+                .ok_or_else(|| fail(format!("residual must be float32, got {}", r.dtype())))
+        })
+        .transpose()?;
+    let values = Arc::make_mut(out)
+        .values_mut::<f32>()
+        .ok_or_else(|| fail("the base op's output is not float32"))?;
+    if residual.is_some_and(|r| r.len() != values.len()) {
+        return Err(fail("the residual input's shape is not the output's"));
+    }
+    apply(values, bias, residual, activation);
+    Ok(())
+}
+
+/// The activation alone, in place (after a broadcasting residual add).
+fn activate(out: &mut Arc<Tensor>, activation: Activation) -> KResult<()> {
+    if matches!(activation, Activation::None) {
+        return Ok(());
+    }
+    let values = Arc::make_mut(out)
+        .values_mut::<f32>()
+        .ok_or_else(|| fail("Add's output is not float32"))?;
+    apply(values, &[0.0], None, activation);
+    Ok(())
+}
+
+/// `f(value + bias [+ residual])` over whole pixels (channels last), in one pass; the
 /// activation is chosen once, outside the loop, so each loop is specialized and vectorizes.
-fn epilogue(values: &mut [f32], bias: &[f32], activation: Activation) {
+fn apply(values: &mut [f32], bias: &[f32], residual: Option<&[f32]>, activation: Activation) {
     match activation {
-        Activation::None => bias_then(values, bias, |x| x),
-        Activation::Relu => bias_then(values, bias, |x| x.max(0.0)),
-        Activation::Relu6 => bias_then(values, bias, |x| x.clamp(0.0, 6.0)),
-        Activation::Elu => bias_then(values, bias, |x| if x > 0.0 { x } else { x.exp_m1() }),
+        Activation::None => each(values, bias, residual, |x| x),
+        Activation::Relu => each(values, bias, residual, |x| x.max(0.0)),
+        Activation::Relu6 => each(values, bias, residual, |x| x.clamp(0.0, 6.0)),
+        Activation::Elu => each(
+            values,
+            bias,
+            residual,
+            |x| {
+                if x > 0.0 {
+                    x
+                } else {
+                    x.exp_m1()
+                }
+            },
+        ),
         Activation::LeakyRelu(alpha) => {
-            bias_then(values, bias, |x| if x > 0.0 { x } else { alpha * x })
+            each(
+                values,
+                bias,
+                residual,
+                |x| {
+                    if x > 0.0 {
+                        x
+                    } else {
+                        alpha * x
+                    }
+                },
+            )
         }
-        Activation::Sigmoid => bias_then(values, bias, |x| 1.0 / (1.0 + (-x).exp())),
-        Activation::Tanh => bias_then(values, bias, f32::tanh),
+        Activation::Sigmoid => each(values, bias, residual, |x| 1.0 / (1.0 + (-x).exp())),
+        Activation::Tanh => each(values, bias, residual, f32::tanh),
     }
 }
 
 #[inline(always)]
-fn bias_then(values: &mut [f32], bias: &[f32], f: impl Fn(f32) -> f32) {
-    for row in values.chunks_exact_mut(bias.len()) {
-        for (v, b) in row.iter_mut().zip(bias) {
-            *v = f(*v + b);
+fn each(values: &mut [f32], bias: &[f32], residual: Option<&[f32]>, f: impl Fn(f32) -> f32) {
+    match residual {
+        None => {
+            for row in values.chunks_exact_mut(bias.len()) {
+                for (v, b) in row.iter_mut().zip(bias) {
+                    *v = f(*v + b);
+                }
+            }
+        }
+        Some(side) => {
+            let rows = values
+                .chunks_exact_mut(bias.len())
+                .zip(side.chunks_exact(bias.len()));
+            for (row, side) in rows {
+                for ((v, b), s) in row.iter_mut().zip(bias).zip(side) {
+                    *v = f(*v + b + s);
+                }
+            }
         }
     }
 }

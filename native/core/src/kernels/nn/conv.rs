@@ -136,8 +136,15 @@ pub fn conv(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
     make(shape, storage)
 }
 
-/// A pass over finished output rows (whole pixels, channels last) while they are in cache.
-pub type Epilogue<'a, T> = &'a (dyn Fn(&mut [T]) + Sync);
+/// A pass over finished output rows (whole pixels, channels last) while they are in cache;
+/// it is told where in the output the rows start (in elements), so that it can read another
+/// tensor of the output's shape alongside (a fused residual add).
+pub type Epilogue<'a, T> = &'a (dyn Fn(usize, &mut [T]) + Sync);
+
+/// The NHWC output shape of Conv2D of `x` by `filter` under `spec`, with TensorFlow's checks.
+pub fn conv_out_shape(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<[usize; 4]> {
+    Ok(geometry(spec, x, filter)?.out_shape())
+}
 
 /// Conv2D of float32 NHWC tensors with `epilogue` applied to each block of output pixels as
 /// soon as it is computed: a fused bias and activation without another pass over memory.
@@ -172,10 +179,10 @@ impl NumOp for Call {
             return Err(fail("Conv2D takes 2 inputs"));
         };
         if !self.channels_first {
-            return convolve(&self.g, x, filter, &|_| {});
+            return convolve(&self.g, x, filter, &|_, _| {});
         }
         let x = to_nhwc(x, self.input_shape);
-        let out = convolve(&self.g, &x, filter, &|_| {})?;
+        let out = convolve(&self.g, &x, filter, &|_, _| {})?;
         Ok(to_nchw(&out, self.g.out_shape()))
     }
 }
@@ -196,11 +203,8 @@ pub fn convolve<T: Num>(
     if g.gi == 1 && g.groups > 1 {
         let multiplier = g.o / g.groups;
         depthwise::direct(g, multiplier, x, filter, &mut out, epilogue);
-    } else if is_pointwise(g) {
-        pointwise(g, x, filter, &mut out)?;
-        epilogue(&mut out);
     } else {
-        patches_product(g, x, filter, &mut out, epilogue)?;
+        tiled_product(g, x, filter, &mut out, epilogue)?;
     }
     Ok(out)
 }
@@ -216,26 +220,6 @@ fn is_pointwise(g: &Geometry) -> bool {
         && g.cols.before == 0
         && g.rows.out == g.h
         && g.cols.out == g.w
-}
-
-fn pointwise<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> KResult<()> {
-    let go = g.o / g.groups;
-    for group in 0..g.groups {
-        let product = Product {
-            m: g.pixels(),
-            n: go,
-            k: g.gi,
-            a: Layout {
-                offset: group * g.gi,
-                rs: g.c,
-                cs: 1,
-            },
-            b: Layout::rows(group * go, g.o),
-            dst: Layout::rows(group * go, g.o),
-        };
-        T::product(&product, x, filter, out, true)?;
-    }
-    Ok(())
 }
 
 /// Output pixels per tile, and whether tiles run on several threads.
@@ -254,9 +238,10 @@ fn tiling(g: &Geometry) -> (usize, bool) {
     (pixels.div_ceil(rounds * threads).max(1), true)
 }
 
-/// im2col + GEMM over tiles of output pixels; in parallel, each thread takes one contiguous
-/// share of the tiles and one patch buffer for all of them.
-fn patches_product<T: Num>(
+/// GEMM over tiles of output pixels (of the input itself for a pointwise convolution, else of
+/// its patch matrix), `epilogue` run on each tile while it is in cache; in parallel, each thread
+/// takes one contiguous share of the tiles and one patch buffer for all of them.
+fn tiled_product<T: Num>(
     g: &Geometry,
     x: &[T],
     filter: &[T],
@@ -273,7 +258,7 @@ fn patches_product<T: Num>(
             .try_for_each(|(t, chunk)| {
                 let first = (first_tile + t) * tile;
                 tile_product(g, x, filter, first, chunk, &mut buffer, !parallel)?;
-                epilogue(chunk);
+                epilogue(first * g.o, chunk);
                 Ok(())
             })
     };
@@ -300,15 +285,37 @@ fn tile_product<T: Num>(
     let rows = out.len() / g.o;
     let depth = g.depth();
     let go = g.o / g.groups;
+    let pointwise = is_pointwise(g);
     for group in 0..g.groups {
+        let b = Layout::rows(group * go, g.o);
+        let dst = Layout::rows(group * go, g.o);
+        if pointwise {
+            // Each output pixel's patch is its input pixel's channels: read them in place.
+            let a = Layout {
+                offset: first * g.c + group * g.gi,
+                rs: g.c,
+                cs: 1,
+            };
+            let product = Product {
+                m: rows,
+                n: go,
+                k: depth,
+                a,
+                b,
+                dst,
+            };
+            T::product(&product, x, filter, out, parallel)?;
+            continue;
+        }
         im2col(g, x, group, first, rows, buffer);
+        let a = Layout::rows(0, depth);
         let product = Product {
             m: rows,
             n: go,
             k: depth,
-            a: Layout::rows(0, depth),
-            b: Layout::rows(group * go, g.o),
-            dst: Layout::rows(group * go, g.o),
+            a,
+            b,
+            dst,
         };
         T::product(&product, buffer, filter, out, parallel)?;
     }
@@ -492,7 +499,7 @@ mod tests {
                 .collect();
             Tensor::from_vec(shape.to_vec(), v)
         };
-        let shift = |v: &mut [f32]| v.iter_mut().for_each(|x| *x = x.max(0.0) + 1.0);
+        let shift = |_: usize, v: &mut [f32]| v.iter_mut().for_each(|x| *x = x.max(0.0) + 1.0);
         let cases: [(&[usize], &[usize]); 3] = [
             (&[2, 40, 30, 8], &[3, 3, 8, 16]),
             (&[1, 9, 9, 4], &[1, 1, 4, 8]),
@@ -503,14 +510,14 @@ mod tests {
             let s = spec(Padding::Same, 1);
             let fused = conv_fused(&s, &x, &f, &shift).unwrap();
             let mut plain = conv(&s, &x, &f).unwrap();
-            shift(plain.values_mut::<f32>().unwrap());
+            shift(0, plain.values_mut::<f32>().unwrap());
             assert_eq!(fused, plain, "{xs:?} {fs:?}");
         }
         let (x, f) = (float(&[1, 6, 6, 3], 1), float(&[3, 3, 3, 2], 2));
         let s = spec(Padding::Valid, 2);
         let fused = depthwise::depthwise_fused(&s, &x, &f, &shift).unwrap();
         let mut plain = depthwise::depthwise(&s, &x, &f).unwrap();
-        shift(plain.values_mut::<f32>().unwrap());
+        shift(0, plain.values_mut::<f32>().unwrap());
         assert_eq!(fused, plain);
     }
 }

@@ -74,6 +74,11 @@ pub fn depthwise(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Tensor> {
     make(shape, storage)
 }
 
+/// The NHWC output shape of DepthwiseConv2dNative of `x` by `filter` under `spec`.
+pub fn depthwise_out_shape(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<[usize; 4]> {
+    Ok(geometry(spec, x, filter)?.0.out_shape())
+}
+
 /// DepthwiseConv2dNative of float32 NHWC tensors with `epilogue` applied to each output row
 /// as soon as it is computed (see [`crate::kernels::nn::conv_fused`]).
 pub fn depthwise_fused(
@@ -112,11 +117,11 @@ impl NumOp for Call {
         };
         let mut out = zeros(self.g.out_shape().iter().product())?;
         if !self.channels_first {
-            direct(&self.g, self.multiplier, x, filter, &mut out, &|_| {});
+            direct(&self.g, self.multiplier, x, filter, &mut out, &|_, _| {});
             return Ok(out);
         }
         let x = to_nhwc(x, self.input_shape);
-        direct(&self.g, self.multiplier, &x, filter, &mut out, &|_| {});
+        direct(&self.g, self.multiplier, &x, filter, &mut out, &|_, _| {});
         Ok(to_nchw(&out, self.g.out_shape()))
     }
 }
@@ -138,7 +143,7 @@ pub fn direct<T: Num>(
     let oh = g.rows.out.max(1);
     let body = |(r, row): (usize, &mut [T])| {
         output_row(g, multiplier, x, filter, r / oh, r % oh, row);
-        epilogue(row);
+        epilogue(r * row_len, row);
     };
     let work = out.len().saturating_mul(g.kh * g.kw);
     if work >= PARALLEL_WORK && out.len() > row_len {

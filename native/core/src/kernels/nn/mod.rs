@@ -6,8 +6,8 @@
 
 use crate::engine::kernel::Registry;
 
-pub use conv::{conv_fused, Epilogue};
-pub use depthwise::depthwise_fused;
+pub use conv::{conv_fused, conv_out_shape, Epilogue};
+pub use depthwise::{depthwise_fused, depthwise_out_shape};
 pub use window::{conv_spec, Spec};
 
 mod backprop;

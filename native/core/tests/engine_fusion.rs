@@ -1,0 +1,355 @@
+//! Fusion on small hand-built graphs: a convolution or matmul followed by a bias, a batch
+//! normalization's scale and shift, a residual Add and an activation compiles to one fused
+//! step, and that step gives what the graph's ops give run one by one (the unfused reference:
+//! each node through its own kernel).
+
+use std::sync::Arc;
+
+use savedmodel_core::engine::context::FileAccess;
+use savedmodel_core::engine::graph::{graph_body, Src};
+use savedmodel_core::engine::library::Library;
+use savedmodel_core::engine::plan::{Plan, Request};
+use savedmodel_core::engine::{run_node, Value};
+use savedmodel_core::kernels::registry;
+use savedmodel_core::protos::attr_value::{ListValue, Value as A};
+use savedmodel_core::protos::{AttrValue, NodeDef, TensorProto};
+use savedmodel_core::{DType, Tensor};
+
+const FLOAT: A = A::Type(1);
+
+fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, A)>) -> NodeDef {
+    NodeDef {
+        name: name.into(),
+        op: op.into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        attr: attrs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), AttrValue { value: Some(v) }))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn ints(values: &[i64]) -> A {
+    A::List(ListValue {
+        i: values.to_vec(),
+        ..Default::default()
+    })
+}
+
+/// Deterministic values in [-1, 1).
+fn values(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..count)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn tensor(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::from_vec(shape.to_vec(), values(shape.iter().product(), seed))
+}
+
+fn constant(name: &str, t: &Tensor) -> NodeDef {
+    let proto = TensorProto {
+        dtype: DType::Float32.to_proto(),
+        tensor_shape: Some(savedmodel_core::tensor_proto::shape_proto(
+            &t.shape().iter().map(|&d| d as i64).collect::<Vec<_>>(),
+        )),
+        tensor_content: t.storage().to_le_bytes(),
+        ..Default::default()
+    };
+    node(
+        name,
+        "Const",
+        &[],
+        vec![("dtype", FLOAT), ("value", A::Tensor(proto))],
+    )
+}
+
+/// One layer: `base` of input x by weights w, then `rest` (op, second input) in order.
+struct Layer {
+    base: NodeDef,
+    weights: Tensor,
+    rest: Vec<(&'static str, Option<Src>)>,
+}
+
+/// The layer's graph: placeholders x and r (a residual), constants w and c<i>, nodes n<i>.
+fn graph(layer: &Layer, constants: &[Tensor]) -> (Vec<NodeDef>, String) {
+    let mut nodes = vec![
+        node("x", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        node("r", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        constant("w", &layer.weights),
+        layer.base.clone(),
+    ];
+    let mut last = layer.base.name.clone();
+    for (i, (op, other)) in layer.rest.iter().enumerate() {
+        let name = format!("n{i}");
+        let inputs = match other {
+            None => vec![last.clone()],
+            Some(Src::Node(n, _)) if n == "r" => vec!["r".to_string(), last.clone()],
+            Some(_) => {
+                nodes.push(constant(&format!("c{i}"), &constants[i]));
+                vec![last.clone(), format!("c{i}")]
+            }
+        };
+        let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        nodes.push(node(&name, op, &refs, vec![("T", FLOAT)]));
+        last = name;
+    }
+    (nodes, last)
+}
+
+fn compile(nodes: &[NodeDef], fetch: &str) -> (Library, Plan) {
+    let library = Library::new(None, &[], registry(), FileAccess::default());
+    let body = graph_body(nodes, library.op_defs()).unwrap();
+    let request = Request {
+        feeds: &[Src::Node("x".into(), 0), Src::Node("r".into(), 0)],
+        fetches: &[Src::Node(fetch.into(), 0)],
+        targets: &[],
+        keep_stateful: false,
+    };
+    let plan = Plan::compile("graph", &body, &request, &library).unwrap();
+    (library, plan)
+}
+
+fn tensor_of(v: &Value) -> Tensor {
+    match v {
+        Value::Tensor(t) => (**t).clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The graph's nodes run one by one through their own kernels (no fusion).
+fn reference(layer: &Layer, constants: &[Tensor], x: &Tensor, r: &Tensor) -> Tensor {
+    let mut value =
+        tensor_of(&run_node(&layer.base, vec![x.clone(), layer.weights.clone()]).unwrap()[0]);
+    for (i, (op, other)) in layer.rest.iter().enumerate() {
+        let n = node("n", op, &[], vec![("T", FLOAT)]);
+        let inputs = match other {
+            None => vec![value],
+            Some(Src::Node(name, _)) if name == "r" => vec![r.clone(), value],
+            Some(_) => vec![value, constants[i].clone()],
+        };
+        value = tensor_of(&run_node(&n, inputs).unwrap()[0]);
+    }
+    value
+}
+
+fn assert_close(got: &Tensor, want: &Tensor) {
+    assert_eq!(got.shape(), want.shape());
+    let (g, w) = (got.values::<f32>().unwrap(), want.values::<f32>().unwrap());
+    for (i, (a, b)) in g.iter().zip(w).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 + 1e-5 * b.abs(),
+            "element {i}: {a} vs {b}"
+        );
+    }
+}
+
+/// Compiles the layer, checks it fused into `fused` alone, and compares a run against the
+/// reference for the residual `r`.
+fn check(layer: &Layer, x_shape: &[usize], r_shape: &[usize], fused: &str) {
+    let shape = layer.weights.shape();
+    let channels = match layer.base.op.as_str() {
+        "DepthwiseConv2dNative" => shape[2] * shape[3],
+        _ => shape[shape.len() - 1],
+    };
+    let constants: Vec<Tensor> = (0..layer.rest.len())
+        .map(|i| tensor(&[channels], 10 + i as u64))
+        .collect();
+    let (nodes, last) = graph(layer, &constants);
+    let (library, plan) = compile(&nodes, &last);
+    assert_eq!(plan.ops(), vec![fused], "{:?}", layer.rest);
+    let (x, r) = (tensor(x_shape, 1), tensor(r_shape, 2));
+    let args = vec![
+        Value::Tensor(Arc::new(x.clone())),
+        Value::Tensor(Arc::new(r.clone())),
+    ];
+    let got = plan.run(&library.context(), args).unwrap();
+    assert_close(&tensor_of(&got[0]), &reference(layer, &constants, &x, &r));
+}
+
+fn conv(op: &str, strides: i64, padding: &str) -> NodeDef {
+    node(
+        "conv",
+        op,
+        &["x", "w"],
+        vec![
+            ("T", FLOAT),
+            ("strides", ints(&[1, strides, strides, 1])),
+            ("padding", A::S(padding.as_bytes().to_vec())),
+        ],
+    )
+}
+
+fn residual() -> Option<Src> {
+    Some(Src::Node("r".into(), 0))
+}
+
+fn constant_input() -> Option<Src> {
+    Some(Src::Node("c".into(), 0))
+}
+
+#[test]
+fn conv_batch_norm_residual_and_relu_become_one_step() {
+    let layer = Layer {
+        base: conv("Conv2D", 1, "SAME"),
+        weights: tensor(&[3, 3, 5, 7], 3),
+        rest: vec![
+            ("BiasAdd", constant_input()),
+            ("Mul", constant_input()),
+            ("AddV2", constant_input()),
+            ("AddV2", residual()),
+            ("Relu", None),
+        ],
+    };
+    check(&layer, &[2, 9, 8, 5], &[2, 9, 8, 7], "_FusedConv2D");
+}
+
+#[test]
+fn a_residual_that_broadcasts_gives_tensorflows_add() {
+    let layer = Layer {
+        base: conv("Conv2D", 2, "VALID"),
+        weights: tensor(&[3, 3, 4, 6], 3),
+        rest: vec![
+            ("BiasAdd", constant_input()),
+            ("AddV2", residual()),
+            ("Relu6", None),
+        ],
+    };
+    check(&layer, &[1, 9, 9, 4], &[1, 1, 1, 6], "_FusedConv2D");
+    check(&layer, &[1, 9, 9, 4], &[6], "_FusedConv2D");
+}
+
+#[test]
+fn pointwise_convolutions_fuse_over_tiles() {
+    // 1x1: each tile of pixels multiplies the input in place; enough pixels for several tiles
+    // and threads.
+    let layer = Layer {
+        base: conv("Conv2D", 1, "VALID"),
+        weights: tensor(&[1, 1, 16, 24], 3),
+        rest: vec![("BiasAdd", constant_input()), ("AddV2", residual())],
+    };
+    check(&layer, &[2, 60, 70, 16], &[2, 60, 70, 24], "_FusedConv2D");
+}
+
+#[test]
+fn depthwise_convolutions_fuse_with_a_residual() {
+    let layer = Layer {
+        base: conv("DepthwiseConv2dNative", 1, "SAME"),
+        weights: tensor(&[3, 3, 6, 1], 3),
+        rest: vec![
+            ("Mul", constant_input()),
+            ("AddV2", constant_input()),
+            ("AddV2", residual()),
+            ("Relu6", None),
+        ],
+    };
+    check(
+        &layer,
+        &[1, 12, 10, 6],
+        &[1, 12, 10, 6],
+        "_FusedDepthwiseConv2dNative",
+    );
+}
+
+#[test]
+fn matmul_fuses_with_a_residual() {
+    let layer = Layer {
+        base: node("conv", "MatMul", &["x", "w"], vec![("T", FLOAT)]),
+        weights: tensor(&[5, 3], 3),
+        rest: vec![
+            ("BiasAdd", constant_input()),
+            ("AddV2", residual()),
+            ("Tanh", None),
+        ],
+    };
+    check(&layer, &[4, 5], &[4, 3], "_FusedMatMul");
+}
+
+#[test]
+fn a_residual_read_elsewhere_stops_the_chain_after_the_add() {
+    // The Add's output is also a plan output: the Add is not fused away, the bias still is.
+    let layer = Layer {
+        base: conv("Conv2D", 1, "SAME"),
+        weights: tensor(&[1, 1, 3, 4], 3),
+        rest: vec![("BiasAdd", constant_input()), ("AddV2", residual())],
+    };
+    let constants: Vec<Tensor> = (0..2).map(|i| tensor(&[4], 10 + i)).collect();
+    let (mut nodes, last) = graph(&layer, &constants);
+    nodes.push(node("relu", "Relu", &[&last], vec![("T", FLOAT)]));
+    let library = Library::new(None, &[], registry(), FileAccess::default());
+    let body = graph_body(&nodes, library.op_defs()).unwrap();
+    let fetches = [Src::Node("relu".into(), 0), Src::Node(last.clone(), 0)];
+    let request = Request {
+        feeds: &[Src::Node("x".into(), 0), Src::Node("r".into(), 0)],
+        fetches: &fetches,
+        targets: &[],
+        keep_stateful: false,
+    };
+    let plan = Plan::compile("graph", &body, &request, &library).unwrap();
+    assert_eq!(plan.ops(), vec!["_FusedConv2D", "Relu"]);
+    let (x, r) = (tensor(&[1, 4, 4, 3], 1), tensor(&[1, 4, 4, 4], 2));
+    let args = vec![
+        Value::Tensor(Arc::new(x.clone())),
+        Value::Tensor(Arc::new(r.clone())),
+    ];
+    let got = plan.run(&library.context(), args).unwrap();
+    assert_close(&tensor_of(&got[1]), &reference(&layer, &constants, &x, &r));
+}
+
+#[test]
+fn two_branches_meeting_at_a_residual_add_both_fuse() {
+    // ResNet's projection block: each branch's conv and batch norm fuse; one of them also takes
+    // the Add and the Relu, with the other branch's result as its residual.
+    let (wa, wb) = (tensor(&[3, 3, 4, 6], 3), tensor(&[1, 1, 4, 6], 4));
+    let (ca, cb) = (tensor(&[6], 5), tensor(&[6], 6));
+    let conv_named = |name: &str, w: &str| {
+        let mut n = conv("Conv2D", 1, "SAME");
+        n.name = name.into();
+        n.input = vec!["x".into(), w.into()];
+        n
+    };
+    let mut nodes = vec![
+        node("x", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        node("r", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        constant("wa", &wa),
+        constant("wb", &wb),
+        constant("ca", &ca),
+        constant("cb", &cb),
+        conv_named("a", "wa"),
+        conv_named("b", "wb"),
+    ];
+    nodes.push(node("a_bias", "BiasAdd", &["a", "ca"], vec![("T", FLOAT)]));
+    nodes.push(node("b_scale", "Mul", &["b", "cb"], vec![("T", FLOAT)]));
+    nodes.push(node(
+        "add",
+        "AddV2",
+        &["a_bias", "b_scale"],
+        vec![("T", FLOAT)],
+    ));
+    nodes.push(node("out", "Relu", &["add"], vec![("T", FLOAT)]));
+    let (library, plan) = compile(&nodes, "out");
+    assert_eq!(plan.ops(), vec!["_FusedConv2D", "_FusedConv2D"]);
+    let x = tensor(&[2, 7, 5, 4], 1);
+    let args = vec![
+        Value::Tensor(Arc::new(x.clone())),
+        Value::Tensor(Arc::new(tensor(&[1], 2))),
+    ];
+    let got = plan.run(&library.context(), args).unwrap();
+    let run = |n: &NodeDef, inputs: Vec<Tensor>| tensor_of(&run_node(n, inputs).unwrap()[0]);
+    let a = run(&conv("Conv2D", 1, "SAME"), vec![x.clone(), wa]);
+    let a = run(&node("n", "BiasAdd", &[], vec![("T", FLOAT)]), vec![a, ca]);
+    let b = run(&conv("Conv2D", 1, "SAME"), vec![x, wb]);
+    let b = run(&node("n", "Mul", &[], vec![("T", FLOAT)]), vec![b, cb]);
+    let sum = run(&node("n", "AddV2", &[], vec![("T", FLOAT)]), vec![a, b]);
+    let want = run(&node("n", "Relu", &[], vec![("T", FLOAT)]), vec![sum]);
+    assert_close(&tensor_of(&got[0]), &want);
+}
