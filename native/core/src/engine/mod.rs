@@ -9,6 +9,7 @@ pub mod ir;
 pub mod kernel;
 pub mod library;
 pub mod model;
+pub mod pad_fold;
 pub mod plan;
 pub mod profile;
 pub mod value;

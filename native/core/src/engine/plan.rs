@@ -102,6 +102,7 @@ impl Plan {
         ir.fold(&order, &library.context(), library.fold_variables());
         ir.skip_identities();
         ir.prune();
+        crate::engine::pad_fold::fold_pads(&mut ir);
         crate::engine::fuse::fuse(&mut ir, library.registry());
         ir.prune();
         let function = if body.place == "the graph" {

@@ -340,6 +340,8 @@ fn pad(with_value: bool) -> Made {
 }
 
 /// `src` of `shape` placed at offset `before` of each axis in an output filled with `fill`.
+/// The output is written once, front to back: the unpadded trailing axes form contiguous
+/// rows copied whole (a memcpy for plain types), and the borders are filled in runs.
 fn pad_constant<T: Clone>(
     src: &[T],
     shape: &[usize],
@@ -348,23 +350,48 @@ fn pad_constant<T: Clone>(
     fill: &T,
 ) -> Vec<T> {
     let total: usize = super::copy::prod(out_shape);
-    let mut out = vec![fill.clone(); total];
     if src.is_empty() {
-        return out;
+        return vec![fill.clone(); total];
     }
-    let rank = shape.len();
-    let row = shape.last().copied().unwrap_or(1);
-    let out_st = strides(out_shape);
-    let outer = &shape[..rank.saturating_sub(1)];
-    let mut index = vec![0usize; outer.len()];
-    for chunk in src.chunks_exact(row) {
-        let dst: usize = (0..rank)
-            .map(|d| (index.get(d).copied().unwrap_or(0) + widths[d].0) * out_st[d])
-            .sum();
-        out[dst..dst + row].clone_from_slice(chunk);
-        super::copy::advance(&mut index, outer);
-    }
+    // The innermost padded axis: everything inside it is one contiguous run of the input.
+    let Some(last) = widths.iter().rposition(|&(a, b)| a != 0 || b != 0) else {
+        return src.to_vec();
+    };
+    let mut out = Vec::with_capacity(total);
+    let layout = PadLayout {
+        shape,
+        widths,
+        out_strides: &strides(out_shape),
+        last,
+    };
+    layout.emit(0, src, fill, &mut out);
     out
+}
+
+/// The geometry [`pad_constant`] walks: `last` is the innermost padded axis.
+struct PadLayout<'a> {
+    shape: &'a [usize],
+    widths: &'a [(usize, usize)],
+    out_strides: &'a [usize],
+    last: usize,
+}
+
+impl PadLayout<'_> {
+    /// Appends the output block of `axis` whose input block is `src`.
+    fn emit<T: Clone>(&self, axis: usize, src: &[T], fill: &T, out: &mut Vec<T>) {
+        let (before, after) = self.widths[axis];
+        let stride = self.out_strides[axis];
+        out.resize(out.len() + before * stride, fill.clone());
+        if axis == self.last {
+            out.extend_from_slice(src);
+        } else {
+            let inner = src.len() / self.shape[axis].max(1);
+            for block in src.chunks_exact(inner.max(1)) {
+                self.emit(axis + 1, block, fill, out);
+            }
+        }
+        out.resize(out.len() + after * stride, fill.clone());
+    }
 }
 
 fn mirror_pad(node: &NodeSpec) -> Made {
@@ -482,5 +509,56 @@ mod tests {
         assert_eq!(reflect, vec![2, 1, 0, 1, 2, 1, 0]);
         let symmetric: Vec<usize> = (-2..5).map(|j| mirror_index(j, 3, false)).collect();
         assert_eq!(symmetric, vec![1, 0, 0, 1, 2, 2, 1]);
+    }
+
+    /// Constant padding by its definition: each output element is the input element it
+    /// lands on, or the fill.
+    fn pad_by_element(src: &[i32], shape: &[usize], widths: &[(usize, usize)]) -> Vec<i32> {
+        let out_shape: Vec<usize> = shape
+            .iter()
+            .zip(widths)
+            .map(|(d, (a, b))| d + a + b)
+            .collect();
+        let (st, out_st) = (strides(shape), strides(&out_shape));
+        (0..out_shape.iter().product::<usize>())
+            .map(|o| {
+                let mut at = 0;
+                for d in 0..shape.len() {
+                    let j = o / out_st[d] % out_shape[d];
+                    match j.checked_sub(widths[d].0).filter(|&i| i < shape[d]) {
+                        Some(i) => at += i * st[d],
+                        None => return -1,
+                    }
+                }
+                src[at]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn constant_padding_places_rows_and_fills_borders() {
+        let shape = [2, 3, 4, 5];
+        let src: Vec<i32> = (0..120).collect();
+        for widths in [
+            [(0, 0), (0, 1), (0, 1), (0, 0)],
+            [(1, 0), (0, 0), (2, 3), (1, 1)],
+            [(0, 2), (1, 1), (0, 0), (0, 0)],
+            [(0, 0); 4],
+        ] {
+            let out_shape: Vec<usize> = shape
+                .iter()
+                .zip(&widths)
+                .map(|(d, (a, b))| d + a + b)
+                .collect();
+            assert_eq!(
+                pad_constant(&src, &shape, &out_shape, &widths, &-1),
+                pad_by_element(&src, &shape, &widths),
+                "{widths:?}"
+            );
+        }
+        assert_eq!(
+            pad_constant(&[], &[0, 2], &[1, 3], &[(0, 1), (1, 0)], &-1),
+            [-1; 3]
+        );
     }
 }
