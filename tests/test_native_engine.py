@@ -231,6 +231,28 @@ def test_the_binary_benchmarks_and_prints_like_savedmodel_run(tmp_path):
     assert done.stdout.startswith("Result for output key ")
 
 
+def test_the_binary_profiles_where_the_time_goes(tmp_path):
+    """--profile charges each step of the calls after the first to its op and node: the fused
+    convolution keras_cnn compiles to is listed, each op type once per profiled call."""
+    model = DATA / "reference" / "savedmodels" / "keras_cnn"
+    feeds, _ = _feeds_and_expected(model, "serving_default")
+    key, value = next(iter(feeds.items()))
+    np.save(tmp_path / "x.npy", value)
+    done = subprocess.run([str(_binary()), str(model), "--inputs", f"{key}={tmp_path / 'x.npy'}",
+                           "--bench", "3", "--profile", "--outdir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    ops_part, nodes_part = done.stderr.split("slowest nodes:")
+    assert "time per op type (own time, over the profiled calls; total " in ops_part
+    lines = ops_part.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["ms", "%", "runs"])
+    rows = [line.split() for line in lines[header + 1:] if line.strip()]
+    by_op = {row[3]: int(row[2]) for row in rows}
+    assert by_op["_FusedConv2D"] % 3 == 0 and by_op["_FusedConv2D"] >= 3, by_op
+    assert all(runs % 3 == 0 for runs in by_op.values()), by_op
+    assert "(_FusedConv2D)" in nodes_part
+
+
 def test_the_native_engine_confines_file_access_too(tmp_path):
     """test_file_access pins the numpy engine's wording; the native engine refuses the same
     reads with the same exception class."""
