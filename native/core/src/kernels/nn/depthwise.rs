@@ -1,7 +1,8 @@
 //! DepthwiseConv2dNative (and Conv2D with one input channel per group): a direct kernel over
-//! NHWC. Each output pixel accumulates its taps a whole row of channels at a time (the channel
-//! axis is contiguous in input, filter and output, so the loop vectorizes); output rows are
-//! spread over rayon's threads when the work is large.
+//! NHWC. float32 with channel multiplier 1 (the hot case) goes through a register-blocked
+//! kernel (blocks of channels summed over all taps in registers, stored once; AVX-512 or
+//! AVX2+FMA chosen at run time); other types and multipliers accumulate tap by tap over a
+//! whole row of channels. Output rows are spread over rayon's threads when the work is large.
 
 use rayon::prelude::*;
 
@@ -142,7 +143,10 @@ pub fn direct<T: Num>(
     }
     let oh = g.rows.out.max(1);
     let body = |(r, row): (usize, &mut [T])| {
-        output_row(g, multiplier, x, filter, r / oh, r % oh, row);
+        let (image, oy) = (r / oh, r % oh);
+        if !fast_row(g, multiplier, x, filter, image, oy, row) {
+            output_row(g, multiplier, x, filter, image, oy, row);
+        }
         epilogue(r * row_len, row);
     };
     let work = out.len().saturating_mul(g.kh * g.kw);
@@ -153,8 +157,32 @@ pub fn direct<T: Num>(
     }
 }
 
-/// One output row (image, oy): every output pixel's channels, tap by tap. Compiled also for
-/// AVX2 (chosen at run time), where the channel loops run 8 lanes wide.
+/// One output row through the register-blocked f32 kernel when it applies (float32, channel
+/// multiplier 1: every Keras DepthwiseConv2D in the target models); false otherwise.
+fn fast_row<T: Num>(
+    g: &Geometry,
+    multiplier: usize,
+    x: &[T],
+    filter: &[T],
+    image: usize,
+    oy: usize,
+    row: &mut [T],
+) -> bool {
+    if multiplier != 1 {
+        return false;
+    }
+    match (T::as_f32(x), T::as_f32(filter), T::as_f32_mut(row)) {
+        (Some(x), Some(filter), Some(row)) => {
+            blocked::row(g, x, filter, image, oy, row);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// One output row (image, oy): every output pixel's channels, tap by tap. The general path
+/// (any element type, any channel multiplier); compiled also for AVX2 (chosen at run time),
+/// where the channel loops run 8 lanes wide.
 #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
 fn output_row<T: Num>(
     g: &Geometry,
@@ -202,6 +230,220 @@ fn accumulate<T: Num>(acc: &mut [T], pixel: &[T], taps: &[T], multiplier: usize)
     }
 }
 
+/// The f32 kernel for channel multiplier 1, register-blocked: each output pixel's channels
+/// are taken a block at a time (64, then what is left), and a block's sums stay in
+/// local accumulators (registers) across all kh·kw taps and are stored once, instead of a
+/// load, multiply-add and store of the whole row per tap. Compiled for AVX-512 and
+/// AVX2+FMA (chosen at run time, where the sums use fused multiply-adds) and the baseline.
+mod blocked {
+    use std::ops::Range;
+
+    use crate::kernels::nn::conv::Geometry;
+    use crate::kernels::nn::window::Axis;
+
+    /// Output row (image, oy) of a depthwise convolution with multiplier 1 (`g.o == g.c`).
+    #[multiversion::multiversion(targets(
+        "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
+        "x86_64+avx2+fma"
+    ))]
+    pub(super) fn row(
+        g: &Geometry,
+        x: &[f32],
+        filter: &[f32],
+        image: usize,
+        oy: usize,
+        row: &mut [f32],
+    ) {
+        const FUSED: bool = multiversion::target::selected_target!().supports_feature_str("fma");
+        row_body::<FUSED>(g, x, filter, image, oy, row);
+    }
+
+    /// The signature of [`row`] and its variants.
+    #[cfg(test)]
+    pub(super) type RowKernel = fn(&Geometry, &[f32], &[f32], usize, usize, &mut [f32]);
+
+    /// [`row`] with multiply-adds fused or not. The channels are viewed as chunks of `L`
+    /// lanes (the widest of 16, 8 and 1 that divides the depth), so that one bounds check
+    /// covers a whole block of channels, and taken `G` chunks (64 channels) at a time: 4
+    /// AVX-512 or 8 AVX2 registers of independent sums in the main loop.
+    #[inline(always)]
+    pub(super) fn row_body<const FUSED: bool>(
+        g: &Geometry,
+        x: &[f32],
+        filter: &[f32],
+        image: usize,
+        oy: usize,
+        row: &mut [f32],
+    ) {
+        if g.c.is_multiple_of(16) {
+            chunked_row::<16, 4, FUSED>(g, x, filter, image, oy, row);
+        } else if g.c.is_multiple_of(8) {
+            chunked_row::<8, 8, FUSED>(g, x, filter, image, oy, row);
+        } else {
+            chunked_row::<1, 64, FUSED>(g, x, filter, image, oy, row);
+        }
+    }
+
+    /// Where one output pixel's window lies in the input, in chunks of `L` channels.
+    struct Window<'a, const L: usize> {
+        /// The image's (h, w, c / L) chunks.
+        plane: &'a [[f32; L]],
+        /// The filter's (kh, kw, c / L) chunks.
+        filter: &'a [[f32; L]],
+        /// Chunks per pixel.
+        depth: usize,
+        /// The kernel rows and columns whose taps read the image (not padding).
+        rows: Range<usize>,
+        cols: Range<usize>,
+        /// Where kernel row 0 and column 0 would read, padding not yet subtracted.
+        top: usize,
+        left: usize,
+    }
+
+    /// Channel groups outermost, so that a group's filter taps (kh·kw·G·L values) stay in
+    /// L1 across the row's pixels: with all channels at once per pixel, the filters of the
+    /// wide late layers (up to 115 KB) would come from L2 at every pixel.
+    #[inline(always)]
+    fn chunked_row<const L: usize, const G: usize, const FUSED: bool>(
+        g: &Geometry,
+        x: &[f32],
+        filter: &[f32],
+        image: usize,
+        oy: usize,
+        row: &mut [f32],
+    ) {
+        let depth = g.c / L;
+        if depth == 0 {
+            return;
+        }
+        let plane_len = g.h * g.w * depth;
+        let plane = &x.as_chunks::<L>().0[image * plane_len..][..plane_len];
+        let filter = &filter.as_chunks::<L>().0[..g.kh * g.kw * depth];
+        let rows = g.rows.taps(oy, g.h);
+        // Output columns whose whole window lies inside the image: kernel column 0's valid
+        // outputs start last, the last column's end first.
+        let inner = g.cols.valid(0, g.w).start..g.cols.valid(g.kw.saturating_sub(1), g.w).end;
+        let window = |ox: usize| Window {
+            plane,
+            filter,
+            depth,
+            rows: rows.clone(),
+            cols: if inner.contains(&ox) {
+                0..g.kw
+            } else {
+                taps(&g.cols, ox, g.w)
+            },
+            top: oy * g.rows.stride,
+            left: ox * g.cols.stride,
+        };
+        let pixels = row.as_chunks_mut::<L>().0;
+        let full = depth - depth % G;
+        for k in (0..full).step_by(G) {
+            for (ox, out) in pixels.chunks_exact_mut(depth).enumerate() {
+                sums::<L, G, FUSED>(g, &window(ox), k, &mut out[k..k + G]);
+            }
+        }
+        if full < depth {
+            for (ox, out) in pixels.chunks_exact_mut(depth).enumerate() {
+                rest_sums::<L, G, FUSED>(g, &window(ox), full, &mut out[full..]);
+            }
+        }
+    }
+
+    /// [`Axis::taps`], without its divisions when the axis is not dilated (the common case,
+    /// computed at every border pixel of every channel group).
+    #[inline(always)]
+    pub(super) fn taps(axis: &Axis, o: usize, size: usize) -> Range<usize> {
+        if axis.dilation != 1 {
+            return axis.taps(o, size);
+        }
+        // Tap t reads o·stride + t - before, which must lie in 0..size.
+        let start = o * axis.stride;
+        let lo = axis.before.saturating_sub(start).min(axis.window);
+        let hi = (size + axis.before).saturating_sub(start).min(axis.window);
+        lo.min(hi)..hi
+    }
+
+    /// The chunks from `k` on that do not fill a group of `G`: in groups of 16 and 4 while
+    /// they last, then the last one to three together (so that their sums too run side by
+    /// side in registers).
+    #[inline(always)]
+    fn rest_sums<const L: usize, const G: usize, const FUSED: bool>(
+        g: &Geometry,
+        window: &Window<L>,
+        mut k: usize,
+        mut out: &mut [[f32; L]],
+    ) {
+        if G > 16 {
+            let mut groups = out.chunks_exact_mut(16);
+            for block in groups.by_ref() {
+                sums::<L, 16, FUSED>(g, window, k, block);
+                k += 16;
+            }
+            out = groups.into_remainder();
+        }
+        if G > 4 {
+            let mut groups = out.chunks_exact_mut(4);
+            for block in groups.by_ref() {
+                sums::<L, 4, FUSED>(g, window, k, block);
+                k += 4;
+            }
+            out = groups.into_remainder();
+        }
+        match out.len() {
+            1 => sums::<L, 1, FUSED>(g, window, k, out),
+            2 => sums::<L, 2, FUSED>(g, window, k, out),
+            3 => sums::<L, 3, FUSED>(g, window, k, out),
+            _ => {}
+        }
+    }
+
+    /// `N` chunks from chunk `k` of one output pixel: the sums over the window stay in
+    /// registers and are stored once. Taps go in the general path's order (kernel rows,
+    /// then columns).
+    #[inline(always)]
+    fn sums<const L: usize, const N: usize, const FUSED: bool>(
+        g: &Geometry,
+        window: &Window<L>,
+        k: usize,
+        out: &mut [[f32; L]],
+    ) {
+        let mut acc = [[0f32; L]; N];
+        let depth = window.depth;
+        let step = g.cols.dilation * depth;
+        for i in window.rows.clone() {
+            // `rows` and `cols` hold only taps inside the image, so these neither
+            // underflow nor pass the image's edge.
+            let ih = window.top + i * g.rows.dilation - g.rows.before;
+            let iw = window.left + window.cols.start * g.cols.dilation - g.cols.before;
+            let mut at = (ih * g.w + iw) * depth + k;
+            let mut tap = (i * g.kw + window.cols.start) * depth + k;
+            for _ in window.cols.clone() {
+                let pixel = &window.plane[at..][..N];
+                let taps = &window.filter[tap..][..N];
+                for ((a, p), t) in acc.iter_mut().zip(pixel).zip(taps) {
+                    for ((a, &v), &t) in a.iter_mut().zip(p).zip(t) {
+                        *a = multiply_add::<FUSED>(*a, v, t);
+                    }
+                }
+                at += step;
+                tap += depth;
+            }
+        }
+        out.copy_from_slice(&acc);
+    }
+
+    /// `a + v·t`, fused (one rounding) where the target has FMA.
+    #[inline(always)]
+    fn multiply_add<const FUSED: bool>(a: f32, v: f32, t: f32) -> f32 {
+        if FUSED {
+            v.mul_add(t, a)
+        } else {
+            a + v * t
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +466,256 @@ mod tests {
         assert_eq!(y.values::<f32>().unwrap(), &[2.0, 20.0, 300.0, 3000.0]);
         let bad = Tensor::from_vec(vec![1, 1, 3, 1], vec![1.0f32; 3]);
         assert!(depthwise(&spec, &x, &bad).is_err());
+    }
+
+    fn spec(padding: Padding, stride: usize, dilation: usize, explicit: [[usize; 2]; 2]) -> Spec {
+        Spec {
+            channels_first: false,
+            strides: [stride; 2],
+            dilations: [dilation; 2],
+            padding,
+            explicit,
+        }
+    }
+
+    /// Values in [-1, 1) that are exact in f32, deterministic per seed.
+    fn values(count: usize, seed: usize) -> Vec<f32> {
+        (0..count)
+            .map(|i| ((i * 7919 + seed * 104729) % 61) as f32 / 30.5 - 1.0)
+            .collect()
+    }
+
+    /// The definition, in f64: out[b, oy, ox, c·m + k] = Σ x[b, y, z, c] · f[i, j, c, k].
+    fn reference(spec: &Spec, xs: [usize; 4], fs: [usize; 4], x: &[f32], f: &[f32]) -> Vec<f64> {
+        let ([n, h, w, c], [kh, kw, _, m]) = (xs, fs);
+        let [rows, cols] = spec.axes(h, w, [kh, kw]).unwrap();
+        let mut out = vec![];
+        for b in 0..n {
+            for oy in 0..rows.out {
+                for ox in 0..cols.out {
+                    for oc in 0..c * m {
+                        let mut s = 0.0;
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                if let (Some(y), Some(z)) =
+                                    (rows.source(oy, i, h), cols.source(ox, j, w))
+                                {
+                                    s += f64::from(x[((b * h + y) * w + z) * c + oc / m])
+                                        * f64::from(f[(i * kw + j) * c * m + oc]);
+                                }
+                            }
+                        }
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Shapes that exercise the blocked f32 kernel's channel blocks (64, 16, the rest) and
+    /// borders, with every padding, strides 1 and 2, dilation 2 and multipliers 1 and 2.
+    fn cases() -> Vec<(Spec, [usize; 4], [usize; 4])> {
+        let mut cases = vec![];
+        let paddings = [
+            (Padding::Same, [[0, 0]; 2]),
+            (Padding::Valid, [[0, 0]; 2]),
+            (Padding::Explicit, [[2, 0], [1, 3]]),
+        ];
+        for (padding, explicit) in paddings {
+            for (stride, dilation) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+                for c in [1, 3, 16, 17, 40, 83, 144] {
+                    for (k, m) in [([3, 3], 1), ([5, 2], 1), ([3, 3], 2)] {
+                        let s = spec(padding, stride, dilation, explicit);
+                        cases.push((s, [2, 9, 8, c], [k[0], k[1], c, m]));
+                    }
+                }
+            }
+        }
+        // A window larger than the image: no output column has its whole window inside.
+        cases.push((
+            spec(Padding::Same, 1, 1, [[0, 0]; 2]),
+            [1, 3, 2, 20],
+            [5, 5, 20, 1],
+        ));
+        cases
+    }
+
+    #[test]
+    fn fast_and_general_paths_match_the_definition() {
+        for (s, xs, fs) in cases() {
+            let (xv, fv) = (
+                values(xs.iter().product(), 1),
+                values(fs.iter().product(), 2),
+            );
+            let want = reference(&s, xs, fs, &xv, &fv);
+            let x = Tensor::from_vec(xs.to_vec(), xv.clone());
+            let f = Tensor::from_vec(fs.to_vec(), fv.clone());
+            let got = depthwise(&s, &x, &f).unwrap();
+            let got = got.values::<f32>().unwrap();
+            assert_eq!(got.len(), want.len(), "{s:?} {xs:?} {fs:?}");
+            for (a, b) in got.iter().zip(&want) {
+                // At most 25 products of magnitude ≤ 1 summed in f32.
+                assert!(
+                    (f64::from(*a) - b).abs() < 1e-5,
+                    "{s:?} {xs:?} {fs:?}: {a} vs {b}"
+                );
+            }
+            let wide = |v: &[f32]| v.iter().map(|&v| f64::from(v)).collect::<Vec<_>>();
+            let x = Tensor::from_vec(xs.to_vec(), wide(&xv));
+            let f = Tensor::from_vec(fs.to_vec(), wide(&fv));
+            let general = depthwise(&s, &x, &f).unwrap();
+            for (a, b) in general.values::<f64>().unwrap().iter().zip(&want) {
+                assert!((a - b).abs() < 1e-12, "{s:?} {xs:?} {fs:?}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn blocked_rows_match_the_general_rows_in_f32() {
+        for (s, xs, fs) in cases().into_iter().filter(|(_, _, fs)| fs[3] == 1) {
+            let (xv, fv) = (
+                values(xs.iter().product(), 3),
+                values(fs.iter().product(), 4),
+            );
+            let x = Tensor::from_vec(xs.to_vec(), xv.clone());
+            let f = Tensor::from_vec(fs.to_vec(), fv.clone());
+            let (g, _) = geometry(&s, &x, &f).unwrap();
+            let row_len = g.cols.out * g.o;
+            for r in 0..g.n * g.rows.out {
+                let (image, oy) = (r / g.rows.out, r % g.rows.out);
+                let mut general = vec![0f32; row_len];
+                output_row(&g, 1, &xv, &fv, image, oy, &mut general);
+                // The version chosen for this CPU, and both sums (fused or not) as compiled
+                // for the baseline, which other CPUs run.
+                let kernels: [blocked::RowKernel; 3] = [
+                    blocked::row,
+                    blocked::row_body::<true>,
+                    blocked::row_body::<false>,
+                ];
+                for kernel in kernels {
+                    let mut fast = vec![0f32; row_len];
+                    kernel(&g, &xv, &fv, image, oy, &mut fast);
+                    for (a, b) in fast.iter().zip(&general) {
+                        assert!((a - b).abs() < 1e-5, "{s:?} {xs:?} {fs:?}: {a} vs {b}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn undilated_taps_match_the_axis() {
+        for padding in [Padding::Same, Padding::Valid, Padding::Explicit] {
+            for (size, window, stride) in [(7, 3, 1), (7, 5, 2), (2, 5, 1), (9, 1, 3), (4, 7, 2)] {
+                let s = spec(padding, stride, 1, [[3, 1], [2, 4]]);
+                let [axis, _] = s.axes(size, size, [window, window]).unwrap();
+                for o in 0..axis.out {
+                    assert_eq!(blocked::taps(&axis, o, size), axis.taps(o, size));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fused_epilogue_sees_every_row_once() {
+        let shift = |_: usize, v: &mut [f32]| v.iter_mut().for_each(|x| *x = x.max(0.0) + 1.0);
+        for (s, xs, fs) in cases().into_iter().step_by(5) {
+            let x = Tensor::from_vec(xs.to_vec(), values(xs.iter().product(), 5));
+            let f = Tensor::from_vec(fs.to_vec(), values(fs.iter().product(), 6));
+            let fused = depthwise_fused(&s, &x, &f, &shift).unwrap();
+            let mut plain = depthwise(&s, &x, &f).unwrap();
+            shift(0, plain.values_mut::<f32>().unwrap());
+            assert_eq!(fused, plain, "{s:?} {xs:?} {fs:?}");
+        }
+    }
+
+    /// [`direct`] as it was before the blocked kernel: every row through the general path.
+    fn general_direct(g: &Geometry, x: &[f32], filter: &[f32], out: &mut [f32]) {
+        let (row_len, oh) = (g.cols.out * g.o, g.rows.out);
+        let body = |(r, row): (usize, &mut [f32])| {
+            output_row(g, 1, x, filter, r / oh, r % oh, row);
+        };
+        if out.len() * g.kh * g.kw >= PARALLEL_WORK && out.len() > row_len {
+            out.par_chunks_mut(row_len).enumerate().for_each(body);
+        } else {
+            out.chunks_mut(row_len).enumerate().for_each(body);
+        }
+    }
+
+    /// Milliseconds per call of the general and the blocked kernel on the depthwise layers of
+    /// MobileNetV2 and EfficientNetB0 (`cargo test --release -p savedmodel-core --lib --
+    /// --ignored bench_depthwise --nocapture`): the minimum and median of interleaved runs,
+    /// so that other load on the machine hits both alike.
+    #[test]
+    #[ignore = "timing only"]
+    fn bench_depthwise() {
+        let batch: usize = std::env::var("DW_BATCH")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(1);
+        let layers: [([usize; 3], usize, usize); 16] = [
+            ([112, 112, 32], 3, 1),
+            ([112, 112, 96], 3, 2),
+            ([56, 56, 144], 3, 1),
+            ([56, 56, 144], 3, 2),
+            ([28, 28, 192], 3, 1),
+            ([28, 28, 192], 3, 2),
+            ([14, 14, 384], 3, 1),
+            ([14, 14, 576], 3, 1),
+            ([14, 14, 576], 3, 2),
+            ([7, 7, 960], 3, 1),
+            ([112, 112, 32], 3, 1),
+            ([56, 56, 144], 5, 2),
+            ([28, 28, 240], 5, 1),
+            ([14, 14, 480], 3, 1),
+            ([14, 14, 672], 5, 1),
+            ([7, 7, 1152], 5, 1),
+        ];
+        let threads = std::env::var("DW_THREADS")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(0);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| time_layers(batch, &layers));
+    }
+
+    fn time_layers(batch: usize, layers: &[([usize; 3], usize, usize)]) {
+        let (mut old_total, mut new_total) = (0.0, 0.0);
+        for &([h, w, c], k, stride) in layers {
+            let s = spec(Padding::Same, stride, 1, [[0, 0]; 2]);
+            let xs = [batch, h, w, c];
+            let x = Tensor::from_vec(xs.to_vec(), values(xs.iter().product(), 1));
+            let f = Tensor::from_vec(vec![k, k, c, 1], values(k * k * c, 2));
+            let (g, _) = geometry(&s, &x, &f).unwrap();
+            let (xv, fv) = (x.values::<f32>().unwrap(), f.values::<f32>().unwrap());
+            let mut out = vec![0f32; g.out_shape().iter().product()];
+            let reps = (2e8 / (out.len() * k * k) as f64).clamp(5.0, 200.0) as usize;
+            let (mut old, mut new) = (vec![], vec![]);
+            for _ in 0..reps {
+                let start = std::time::Instant::now();
+                general_direct(&g, xv, fv, &mut out);
+                old.push(start.elapsed().as_secs_f64() * 1e3);
+                let start = std::time::Instant::now();
+                direct(&g, 1, xv, fv, &mut out, &|_, _| {});
+                new.push(start.elapsed().as_secs_f64() * 1e3);
+            }
+            let stats = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                (v[0], v[v.len() / 2])
+            };
+            let ((old_min, old_p50), (new_min, new_p50)) = (stats(&mut old), stats(&mut new));
+            old_total += old_min;
+            new_total += new_min;
+            println!(
+                "{xs:?} k{k} /{stride}: general min {old_min:.3} p50 {old_p50:.3} ms, \
+                 blocked min {new_min:.3} p50 {new_p50:.3} ms, x{:.2}",
+                old_min / new_min
+            );
+        }
+        println!("sum of minima: general {old_total:.3} ms, blocked {new_total:.3} ms");
     }
 }

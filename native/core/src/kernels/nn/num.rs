@@ -30,6 +30,17 @@ pub trait Num: Copy + Send + Sync + Default + 'static {
         let _ = parallel;
         gemm::fallback(p, a, b, dst)
     }
+    /// These values as f32 when `Self` is f32 (None otherwise): how a generic kernel takes a
+    /// hand-tuned f32 path without unsafe casts.
+    fn as_f32(values: &[Self]) -> Option<&[f32]> {
+        let _ = values;
+        None
+    }
+    /// [`Num::as_f32`] for a mutable slice.
+    fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]> {
+        let _ = values;
+        None
+    }
 }
 
 /// An ordered real element: what max pooling needs.
@@ -44,8 +55,9 @@ pub trait Float: Real + std::ops::Div<Output = Self> {
 }
 
 macro_rules! float {
-    ($t:ty) => {
+    ($t:ty $(, { $($extra:tt)* })?) => {
         impl Num for $t {
+            $($($extra)*)?
             #[inline(always)]
             fn add(self, other: Self) -> Self {
                 self + other
@@ -75,7 +87,14 @@ macro_rules! float {
     };
 }
 
-float!(f32);
+float!(f32, {
+    fn as_f32(values: &[Self]) -> Option<&[f32]> {
+        Some(values)
+    }
+    fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]> {
+        Some(values)
+    }
+});
 float!(f64);
 
 macro_rules! int {
