@@ -10,6 +10,7 @@ classes. The extension is optional: a source install without a Rust toolchain ha
 from __future__ import annotations
 
 import functools
+import operator
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from savedmodel.runtime import deadline, structure
 from savedmodel.runtime.deadline import DeadlineExceededError
+from savedmodel.runtime.deadline import current as _current_deadline
 from savedmodel.runtime.dtypes import from_name, from_numpy
 from savedmodel.runtime.errors import FileFormatError, SavedModelError
 from savedmodel.runtime.executor import NodeError
@@ -155,6 +157,40 @@ def _spec(key: str, tensor_name: str, dtype: str, shape) -> TensorSpecInfo:
     return TensorSpecInfo(key, from_name(dtype).enum_name, dims, tensor_name)
 
 
+class _Feed:
+    """How one signature input takes a caller's value, worked out once per signature: an array
+    that already is what the extension reads (a C-contiguous ndarray of the input's dtype and
+    shape) goes through as it is, anything else through runtime.feeds as on the numpy engine,
+    so both engines accept, convert and reject the same values with the same messages."""
+
+    __slots__ = ("key", "dtype", "shape", "where", "_numpy", "_rank", "_pick", "_want")
+
+    def __init__(self, key: str, spec: TensorSpecInfo, signature: str):
+        self.key = key
+        self.dtype = from_name(spec.dtype)
+        self.shape = spec.shape
+        self.where = f"input {key!r} of signature {signature!r}"
+        # Only dtypes the extension reads as they are take the short way (not strings, 16-bit
+        # floats or complex numbers, which _to_native reinterprets).
+        numpy = self.dtype.numpy
+        plain = numpy is not None and numpy.kind in "biuf" and numpy.name not in _BITS
+        self._numpy = numpy if plain else None
+        shape = spec.shape
+        self._rank = -1 if shape is None else len(shape)
+        known = [] if shape is None else [i for i, d in enumerate(shape) if d is not None]
+        self._pick = operator.itemgetter(*known) if known else None
+        self._want = None if not known else (shape[known[0]] if len(known) == 1
+                                             else tuple(shape[i] for i in known))
+
+    def take(self, value):
+        """`value` as the extension reads it; FeedError as the numpy engine raises it."""
+        if (type(value) is np.ndarray and value.dtype is self._numpy and value.flags.c_contiguous
+                and (self._rank < 0 or value.ndim == self._rank
+                     and (self._pick is None or self._pick(value.shape) == self._want))):
+            return value
+        return _to_native(to_input(value, self.dtype, self.shape, self.where))
+
+
 class NativeSignature:
     """One signature on the native engine: call with keyword feeds, get a dict of arrays."""
 
@@ -163,22 +199,27 @@ class NativeSignature:
         self.method_name = method_name
         self.inputs = {spec[0]: _spec(*spec) for spec in inputs}
         self.outputs = {spec[0]: _spec(*spec) for spec in outputs}
-        self._inner = inner
-        self._conversions = [(k, from_name(s.dtype), s.shape, f"input {k!r} of signature {name!r}")
-                             for k, s in self.inputs.items()]
+        # In the order the extension's runner takes them (the signature's, sorted by key).
+        self._feeds = [_Feed(k, s, name) for k, s in self.inputs.items()]
+        self._keys = frozenset(self.inputs)
+        self._run = inner.runner(name)
 
     def __call__(self, **feeds) -> dict[str, np.ndarray]:
-        if len(feeds) != len(self._conversions) or not all(k in feeds for k, *_ in self._conversions):
+        if feeds.keys() != self._keys:
             self._reject(feeds)
-        values = [(k, dtype.name, _to_native(to_input(feeds[k], dtype, shape, where)))
-                  for k, dtype, shape, where in self._conversions]
-        limit = deadline.current()
+        values = [feed.take(feeds[feed.key]) for feed in self._feeds]
+        limit = _current_deadline()
         timeout = None if limit is None else max(0.0, limit.at - time.monotonic())
         try:
-            results = _call(self._inner.run, self.name, values, timeout)
-        except DeadlineExceededError as err:
-            raise DeadlineExceededError(f"{err}: the time limit of {limit.seconds:g} s ran out") from None
-        return {key: _from_native(dtype, value) for key, dtype, value in results}
+            results, special = self._run(values, timeout)
+        except _native.NativeError as err:
+            err = _translate(err)
+            if isinstance(err, DeadlineExceededError):
+                err = DeadlineExceededError(f"{err}: the time limit of {limit.seconds:g} s ran out")
+            raise err from None
+        for key, dtype in special:
+            results[key] = _from_native(dtype, results[key])
+        return results
 
     def _reject(self, feeds: dict):
         missing = sorted(set(self.inputs) - set(feeds))

@@ -128,6 +128,52 @@ def test_bad_feeds_are_named_as_the_numpy_engine_names_them(feeds, pattern):
     assert messages[0] == messages[1]
 
 
+class _Subclass(np.ndarray):
+    pass
+
+
+def _as_given(x):
+    return x
+
+
+@pytest.mark.parametrize("make", [
+    _as_given,                                          # the short way: passed as it is
+    lambda x: np.asfortranarray(np.repeat(x, 3, 0)),    # not C-contiguous
+    lambda x: np.repeat(x, 2, 0)[::2],                  # a strided view
+    lambda x: x.astype(np.float64),                     # cast to the input's dtype
+    lambda x: x.astype(">f4"),                          # equal dtype, other byte order
+    lambda x: x.view(_Subclass),                        # a subclass of ndarray
+    lambda x: x.tolist(),                               # Python lists
+], ids=["array", "fortran", "strided", "float64", "big-endian", "subclass", "list"])
+def test_every_kind_of_feed_gives_the_numpy_engines_outputs(make):
+    """Arrays that already fit an input skip runtime.feeds on the native engine; everything
+    else goes through it, and both ways give what the numpy engine gives."""
+    mlp = DATA / "reference" / "savedmodels" / "keras_mlp"
+    signatures = [load(mlp, engine=e).signatures["serving_default"] for e in ("native", "numpy")]
+    key = next(iter(signatures[0].inputs))
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    got, want = (s(**{key: make(x)}) for s in signatures)
+    assert list(got) == list(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("value, pattern", [
+    (np.zeros((1, 8, 1), np.float32), r"expects shape \(None, 8\) of float32, got shape \(1, 8, 1\)"),
+    (np.zeros(8, np.float32), r"expects shape \(None, 8\) of float32, got shape \(8,\)"),
+    (np.zeros((1, 8), np.complex64), r"expects float32; cannot convert"),
+])
+def test_arrays_that_do_not_fit_an_input_are_refused_alike(value, pattern):
+    mlp = DATA / "reference" / "savedmodels" / "keras_mlp"
+    messages = []
+    for engine in ("native", "numpy"):
+        signature = load(mlp, engine=engine).signatures["serving_default"]
+        with pytest.raises(FeedError, match=pattern) as caught:
+            signature(**{next(iter(signature.inputs)): value})
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
 def test_auto_says_which_engine_and_why(caplog):
     mlp = DATA / "reference" / "savedmodels" / "keras_mlp"
     with caplog.at_level(logging.INFO, logger="savedmodel.runtime"):

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use savedmodel_core::{LoadOptions, Model, Storage, Tensor};
+use savedmodel_core::{Error, LoadOptions, Model, RunOptions, Storage, Tensor};
 
 /// A signature's recorded inputs, and its outputs by key.
 type Call = (Vec<(String, Tensor)>, BTreeMap<String, Tensor>);
@@ -97,6 +97,74 @@ fn every_signature_gives_tensorflows_outputs() {
         report.is_empty(),
         "{passed} outputs matched; failures:\n{}",
         report.join("\n")
+    );
+}
+
+/// What the Python module calls: inputs by position in the signature's (sorted) order,
+/// outputs in its order; signatures run in the order the test above runs them.
+#[test]
+fn inputs_in_the_signatures_order_give_tensorflows_outputs() {
+    let mut report = Vec::new();
+    let mut passed = 0;
+    for dir in common::saved_models() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let Ok(model) = Model::load(&dir, &LoadOptions::default()) else {
+            continue; // every_signature_gives_tensorflows_outputs reports it
+        };
+        for (signature, (inputs, expected)) in recorded(&dir) {
+            let spec = model.signature(&signature).unwrap();
+            let mut by_key: BTreeMap<String, Tensor> = inputs.into_iter().collect();
+            let ordered: Vec<Tensor> = spec
+                .inputs
+                .iter()
+                .filter_map(|s| by_key.remove(&s.key))
+                .collect();
+            let keys: Vec<String> = spec.outputs.iter().map(|s| s.key.clone()).collect();
+            match model.run_ordered(&signature, ordered, &RunOptions::default()) {
+                Ok(outputs) => {
+                    assert_eq!(outputs.len(), keys.len(), "{name} {signature}");
+                    for (key, value) in keys.iter().zip(outputs) {
+                        match expected.get(key).map(|e| close(&value, e)) {
+                            Some(Ok(())) => passed += 1,
+                            Some(Err(why)) => {
+                                report.push(format!("{name} {signature} {key}: {why}"))
+                            }
+                            None => report.push(format!("{name} {signature} {key}: not recorded")),
+                        }
+                    }
+                }
+                Err(err) => report.push(format!("{name} {signature}: {err}")),
+            }
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "{passed} outputs matched; failures:\n{}",
+        report.join("\n")
+    );
+    assert!(passed > 0);
+}
+
+#[test]
+fn inputs_by_position_are_counted_and_checked() {
+    let dir = common::saved_models()
+        .into_iter()
+        .find(|d| d.ends_with("keras_mlp"))
+        .unwrap();
+    let model = Model::load(&dir, &LoadOptions::default()).unwrap();
+    let options = RunOptions::default();
+    let err = model
+        .run_ordered("serving_default", Vec::new(), &options)
+        .unwrap_err();
+    assert!(matches!(err, Error::Feed { .. }), "{err}");
+    assert!(err.to_string().contains("takes 1 inputs"), "{err}");
+    let wrong = Tensor::new(vec![1, 8], Storage::Float64(vec![0.0; 8])).unwrap();
+    let err = model
+        .run_ordered("serving_default", vec![wrong], &options)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("expected float32, got float64"),
+        "{err}"
     );
 }
 

@@ -13,15 +13,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use numpy::ndarray::IxDyn;
-use numpy::{Element as NpElement, PyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn};
+use numpy::ndarray::{Array, IxDyn};
+use numpy::{Element as NpElement, PyArray, PyReadonlyArrayDyn};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use savedmodel_core::engine::TensorSpec;
-use savedmodel_core::{DType, Error, LoadOptions, Model, Storage, Tensor};
+use savedmodel_core::{DType, Error, LoadOptions, Model, RunOptions, Storage, Tensor};
 
 create_exception!(
     _native,
@@ -157,39 +157,27 @@ impl NativeModel {
             .collect()
     }
 
-    /// Runs signature `name` on `feeds` (`(key, dtype, array)`; strings as a flat list of bytes
-    /// with their shape) within `timeout` seconds; outputs as `(key, dtype, value, shape)`.
-    #[pyo3(signature = (name, feeds, timeout=None))]
-    fn run<'py>(
-        &self,
-        py: Python<'py>,
-        name: String,
-        feeds: Vec<(String, String, Bound<'py, PyAny>)>,
-        timeout: Option<f64>,
-    ) -> PyResult<Vec<(String, &'static str, Py<PyAny>)>> {
-        let inputs = feeds
-            .into_iter()
-            .map(|(key, dtype, value)| {
-                let tensor = to_tensor(&key, &dtype, &value)?;
-                Ok((key, tensor))
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let deadline = deadline_after(timeout);
-        let model = self.model.clone();
-        let outputs = py
-            .detach(move || guarded(|| model.run_until(&name, inputs, deadline)))
-            .map_err(to_py)?;
-        outputs
-            .into_iter()
-            .map(|(key, tensor)| {
-                let dtype = tensor.dtype().name();
-                Ok((key, dtype, to_numpy(py, tensor)?))
-            })
-            .collect()
+    /// What runs signature `name` (see [`SignatureRunner`]).
+    fn runner(&self, py: Python<'_>, name: &str) -> PyResult<SignatureRunner> {
+        let signature = self.model.signature(name).map_err(to_py)?;
+        Ok(SignatureRunner {
+            model: self.model.clone(),
+            name: signature.name.clone(),
+            inputs: signature
+                .inputs
+                .iter()
+                .map(|s| (s.key.clone(), s.dtype.name()))
+                .collect(),
+            output_keys: signature
+                .outputs
+                .iter()
+                .map(|s| PyString::intern(py, &s.key).unbind())
+                .collect(),
+        })
     }
 
     /// Calls concrete function `name` of the object graph on flat arguments (`(dtype, array)`,
-    /// as `run` takes them); outputs as `(dtype, value)`.
+    /// each array as [`to_tensor`] reads it); outputs as `(dtype, value)`.
     #[pyo3(signature = (name, args, timeout=None))]
     fn call_function<'py>(
         &self,
@@ -225,6 +213,77 @@ impl NativeModel {
                 Ok((name, dtype, to_numpy(py, tensor)?))
             })
             .collect()
+    }
+}
+
+/// An output the Python side still reinterprets: its key and dtype.
+type Reinterpret = (Py<PyString>, &'static str);
+
+/// One signature, bound once so that a call passes only its arrays: the signature's name,
+/// each input's key and dtype, and its output keys as Python strings are looked up here, not
+/// per call.
+#[pyclass(frozen, module = "savedmodel._native")]
+struct SignatureRunner {
+    model: Arc<Model>,
+    name: String,
+    /// Key and dtype (numpy's name) of each input, in the signature's order (sorted by key).
+    inputs: Vec<(String, &'static str)>,
+    output_keys: Vec<Py<PyString>>,
+}
+
+#[pymethods]
+impl SignatureRunner {
+    /// Runs the signature on `arrays`, one per input in the signature's order, each already of
+    /// its input's dtype as [`to_tensor`] reads it, within `timeout` seconds. Returns the
+    /// outputs as `{key: array}` and `[(key, dtype)]` of those whose dtype the caller still
+    /// reinterprets (16-bit floats, complex numbers, strings; usually none).
+    #[pyo3(signature = (arrays, timeout=None))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        arrays: Vec<Bound<'py, PyAny>>,
+        timeout: Option<f64>,
+    ) -> PyResult<(Bound<'py, PyDict>, Vec<Reinterpret>)> {
+        if arrays.len() != self.inputs.len() {
+            return Err(feed_error(format!(
+                "signature {:?} takes {} inputs, got {}",
+                self.name,
+                self.inputs.len(),
+                arrays.len()
+            )));
+        }
+        let inputs = self
+            .inputs
+            .iter()
+            .zip(&arrays)
+            .map(|((key, dtype), value)| to_tensor(key, dtype, value))
+            .collect::<PyResult<Vec<_>>>()?;
+        let options = RunOptions {
+            deadline: deadline_after(timeout),
+            profile: None,
+        };
+        let model = &self.model;
+        let name = &self.name;
+        let outputs = py
+            .detach(|| guarded(|| model.run_ordered(name, inputs, &options)))
+            .map_err(to_py)?;
+        let dict = PyDict::new(py);
+        let mut special = Vec::new();
+        for (key, tensor) in self.output_keys.iter().zip(outputs) {
+            let dtype = tensor.dtype();
+            if matches!(
+                dtype,
+                DType::Float16
+                    | DType::BFloat16
+                    | DType::Complex64
+                    | DType::Complex128
+                    | DType::String
+            ) {
+                special.push((key.clone_ref(py), dtype.name()));
+            }
+            dict.set_item(key.bind(py), to_numpy(py, tensor)?)?;
+        }
+        Ok((dict, special))
     }
 }
 
@@ -327,10 +386,14 @@ fn with_pair(shape: &[usize]) -> Vec<usize> {
     out
 }
 
+/// The array of `shape` that owns `values` (one array object, no copy).
 fn shaped<T: NpElement>(py: Python<'_>, values: Vec<T>, shape: &[usize]) -> PyResult<Py<PyAny>> {
-    let flat = PyArray::from_vec(py, values);
-    let array: Bound<'_, PyArrayDyn<T>> = flat.reshape(IxDyn(shape))?;
-    Ok(array.into_any().unbind())
+    let array = Array::from_shape_vec(IxDyn(shape), values).map_err(|err| {
+        to_py(Error::Run {
+            detail: format!("internal error in the native engine: an output's shape: {err}"),
+        })
+    })?;
+    Ok(PyArray::from_owned_array(py, array).into_any().unbind())
 }
 
 /// Every op the native engine has a kernel for, sorted.
@@ -367,6 +430,7 @@ const DTYPES: [DType; 16] = [
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeModel>()?;
+    m.add_class::<SignatureRunner>()?;
     m.add_function(wrap_pyfunction!(ops, m)?)?;
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
     m.add("NativeError", m.py().get_type::<NativeError>())?;

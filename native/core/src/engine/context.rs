@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::dtype::DType;
 use crate::engine::kernel::{fail, KResult};
 use crate::engine::library::Library;
+use crate::engine::plan::Plan;
 use crate::engine::profile::Profile;
 use crate::engine::value::{Resource, Value};
 use crate::error::Error;
@@ -21,8 +22,8 @@ pub const MAX_CALL_DEPTH: usize = 64;
 pub struct RunContext<'a> {
     pub library: &'a Library,
     pub resources: &'a ResourceManager,
-    /// The functions being called, outermost first.
-    pub calls: Vec<&'a str>,
+    /// The innermost function being called (None at the top level); the chain leads outwards.
+    pub calls: Option<&'a CallLink<'a>>,
     pub files: &'a FileAccess,
     /// When the caller's time limit runs out; checked per function call and loop iteration.
     pub deadline: Option<Instant>,
@@ -30,35 +31,74 @@ pub struct RunContext<'a> {
     pub profile: Option<&'a Profile>,
 }
 
+/// One function call in progress, linked to the call it was made from. The links live on the
+/// stack of the calls themselves, so entering a call (once per loop iteration in a While)
+/// allocates nothing.
+pub struct CallLink<'a> {
+    pub function: &'a str,
+    pub outer: Option<&'a CallLink<'a>>,
+    /// How many calls deep this one is (1 for a call from the top level).
+    pub depth: usize,
+}
+
 impl<'a> RunContext<'a> {
     /// Runs library function `name` on `inputs` in a context one call deeper.
     pub fn call(&self, name: &str, inputs: &[Value]) -> KResult {
-        self.check_deadline(&format!("call of function {name:?}"))?;
-        if self.calls.len() >= MAX_CALL_DEPTH {
-            let chain = self.calls.join(" -> ");
+        self.call_plan(name, || self.library.plan(name), inputs.to_vec())
+    }
+
+    /// Runs function `name`, whose plan `plan` supplies (a kernel's cached one, or the
+    /// library's), on `inputs` in a context one call deeper. The time limit and the depth are
+    /// checked before the plan is asked for, as for any call.
+    pub fn call_plan(
+        &self,
+        name: &str,
+        plan: impl FnOnce() -> KResult<Arc<Plan>>,
+        inputs: Vec<Value>,
+    ) -> KResult {
+        self.check_deadline(|| format!("call of function {name:?}"))?;
+        let depth = self.calls.map_or(0, |c| c.depth);
+        if depth >= MAX_CALL_DEPTH {
+            let chain = self.call_chain().join(" -> ");
             return Err(fail(format!(
                 "function calls nest more than {MAX_CALL_DEPTH} deep ({chain} -> {name})"
             )));
         }
-        let plan = self.library.plan(name)?;
-        let mut calls = self.calls.clone();
-        calls.push(plan.name());
+        let plan = plan()?;
+        let link = CallLink {
+            function: plan.name(),
+            outer: self.calls,
+            depth: depth + 1,
+        };
         let inner = RunContext {
             library: self.library,
             resources: self.resources,
-            calls,
+            calls: Some(&link),
             files: self.files,
             deadline: self.deadline,
             profile: self.profile,
         };
-        plan.run(&inner, inputs.to_vec())
+        plan.run(&inner, inputs)
     }
 
-    /// An error if the caller's time limit has passed; `what` names where it was noticed.
-    pub fn check_deadline(&self, what: &str) -> KResult<()> {
+    /// The functions being called, outermost first.
+    pub fn call_chain(&self) -> Vec<&str> {
+        let mut chain = Vec::new();
+        let mut link = self.calls;
+        while let Some(l) = link {
+            chain.push(l.function);
+            link = l.outer;
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// An error if the caller's time limit has passed; `what` names where it was noticed (only
+    /// written out then: this runs on every call and loop iteration).
+    pub fn check_deadline(&self, what: impl FnOnce() -> String) -> KResult<()> {
         match self.deadline {
             Some(deadline) if Instant::now() >= deadline => Err(Error::DeadlineExceeded {
-                detail: format!("time limit exceeded at {what}"),
+                detail: format!("time limit exceeded at {}", what()),
             }),
             _ => Ok(()),
         }

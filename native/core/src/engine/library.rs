@@ -3,7 +3,7 @@
 //! forever).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::engine::context::{FileAccess, ResourceManager, RunContext};
@@ -26,7 +26,12 @@ pub struct Library {
     /// Whether plans may read variables at compile time: set by the loader when nothing the
     /// model can run assigns a variable.
     fold_variables: AtomicBool,
+    /// Tells this library from every other one in the process (see [`Library::id`]).
+    id: u64,
 }
+
+/// The next [`Library::id`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 impl Library {
     /// `op_list` is the SavedModel's stripped op list (empty for a frozen graph).
@@ -55,6 +60,7 @@ impl Library {
             resources: ResourceManager::default(),
             files,
             fold_variables: AtomicBool::new(false),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -63,11 +69,17 @@ impl Library {
         RunContext {
             library: self,
             resources: &self.resources,
-            calls: Vec::new(),
+            calls: None,
             files: &self.files,
             deadline: None,
             profile: None,
         }
+    }
+
+    /// A number no other library in the process has: what lets a kernel keep the plan it calls
+    /// (kernels::control) and be sure, unlike with an address, that it is this library's.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     pub fn fold_variables(&self) -> bool {

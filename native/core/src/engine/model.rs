@@ -234,6 +234,56 @@ impl Model {
     ) -> Result<Vec<(String, Arc<Tensor>)>> {
         let signature = self.signature(name)?;
         let args = signature.arrange(inputs)?;
+        let outputs = self.run_args(signature, args, options)?;
+        Ok(signature
+            .outputs
+            .iter()
+            .map(|spec| spec.key.clone())
+            .zip(outputs)
+            .collect())
+    }
+
+    /// [`Model::run_with`] on inputs given in the order of the signature's `inputs` (sorted by
+    /// key), each checked against its spec; outputs in the order of its `outputs`. For callers
+    /// that bind keys to positions once per signature (the Python module), so that a call
+    /// builds no map of keys.
+    pub fn run_ordered(
+        &self,
+        name: &str,
+        inputs: Vec<Tensor>,
+        options: &RunOptions,
+    ) -> Result<Vec<Arc<Tensor>>> {
+        let signature = self.signature(name)?;
+        if inputs.len() != signature.inputs.len() {
+            return Err(Error::Feed {
+                detail: format!(
+                    "signature {:?} takes {} inputs ({}), got {}",
+                    signature.name,
+                    signature.inputs.len(),
+                    signature.describe_inputs(),
+                    inputs.len()
+                ),
+            });
+        }
+        let args = signature
+            .inputs
+            .iter()
+            .zip(inputs)
+            .map(|(spec, tensor)| {
+                spec.check(&signature.name, &tensor)?;
+                Ok(Value::tensor(tensor))
+            })
+            .collect::<Result<Vec<Value>>>()?;
+        self.run_args(signature, args, options)
+    }
+
+    /// Runs a signature's plan on its arranged arguments; its outputs as tensors, in order.
+    fn run_args(
+        &self,
+        signature: &Signature,
+        args: Vec<Value>,
+        options: &RunOptions,
+    ) -> Result<Vec<Arc<Tensor>>> {
         let mut ctx = self.context();
         ctx.deadline = options.deadline;
         ctx.profile = options.profile;
@@ -246,12 +296,11 @@ impl Model {
             .iter()
             .zip(values)
             .map(|(spec, value)| match value {
-                Value::Tensor(t) => Ok((spec.key.clone(), t)),
+                Value::Tensor(t) => Ok(t),
                 // A TensorFlow 1 graph may fetch a reference variable: its current value.
                 Value::Ref(r) => r
                     .as_variable()
                     .and_then(|v| v.read())
-                    .map(|t| (spec.key.clone(), t))
                     .ok_or_else(|| Error::Run {
                         detail: format!(
                             "signature {:?}: output {:?}: variable {} is not initialized",

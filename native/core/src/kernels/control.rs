@@ -1,7 +1,10 @@
 //! Function calls and control flow v2: PartitionedCall, If, Case and While run library
 //! functions through the context, which compiles each once and bounds how deep calls nest.
 
+use std::sync::{Arc, OnceLock, Weak};
+
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
+use crate::engine::plan::Plan;
 use crate::engine::{RunContext, Value};
 use crate::tensor::Storage;
 
@@ -18,10 +21,46 @@ pub fn register(r: &mut Registry) {
 
 type Made = Result<Box<dyn Kernel>, String>;
 
+/// A library function a kernel calls, with its plan kept after the first call so that later
+/// calls (every iteration of a While) neither lock nor search the library's plan table. The
+/// plan is held weakly (a recursive function's plan would otherwise own itself) together with
+/// the id of the library it came from: a kernel is only ever run by its own model, but should
+/// another library run it, that library's own plan is looked up.
+struct Callee {
+    name: String,
+    plan: OnceLock<(u64, Weak<Plan>)>,
+}
+
+impl Callee {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            plan: OnceLock::new(),
+        }
+    }
+
+    fn call(&self, ctx: &RunContext, inputs: Vec<Value>) -> KResult {
+        ctx.call_plan(&self.name, || self.plan(ctx), inputs)
+    }
+
+    fn plan(&self, ctx: &RunContext) -> KResult<Arc<Plan>> {
+        let library = ctx.library.id();
+        if let Some((id, plan)) = self.plan.get() {
+            if let Some(plan) = plan.upgrade().filter(|_| *id == library) {
+                return Ok(plan);
+            }
+        }
+        let plan = ctx.library.plan(&self.name)?;
+        // Taken by the first library to run this kernel (another one's is looked up each time).
+        let _ = self.plan.set((library, Arc::downgrade(&plan)));
+        Ok(plan)
+    }
+}
+
 /// A node whose op is a library function's name.
 pub fn direct_call(function: &str) -> Box<dyn Kernel> {
-    let name = function.to_string();
-    boxed(move |ctx, inputs| ctx.call(&name, inputs))
+    let callee = Callee::new(function);
+    boxed(move |ctx, inputs| callee.call(ctx, inputs.to_vec()))
 }
 
 fn call(node: &NodeSpec) -> Made {
@@ -29,24 +68,24 @@ fn call(node: &NodeSpec) -> Made {
 }
 
 fn if_op(node: &NodeSpec) -> Made {
-    let then_branch = node.attrs.func("then_branch")?.name.clone();
-    let else_branch = node.attrs.func("else_branch")?.name.clone();
+    let then_branch = Callee::new(&node.attrs.func("then_branch")?.name);
+    let else_branch = Callee::new(&node.attrs.func("else_branch")?.name);
     Ok(boxed(move |ctx, inputs| {
         let branch = if truth(inputs)? {
             &then_branch
         } else {
             &else_branch
         };
-        ctx.call(branch, &inputs[1..])
+        branch.call(ctx, inputs[1..].to_vec())
     }))
 }
 
 fn case(node: &NodeSpec) -> Made {
-    let branches: Vec<String> = node
+    let branches: Vec<Callee> = node
         .attrs
         .funcs("branches")?
         .iter()
-        .map(|f| f.name.clone())
+        .map(|f| Callee::new(&f.name))
         .collect();
     if branches.is_empty() {
         return Err("Case has no branches".into());
@@ -67,31 +106,34 @@ fn case(node: &NodeSpec) -> Made {
             .ok()
             .filter(|&i| i < branches.len())
             .unwrap_or(branches.len() - 1);
-        ctx.call(&branches[chosen], &inputs[1..])
+        branches[chosen].call(ctx, inputs[1..].to_vec())
     }))
 }
 
 fn while_op(node: &NodeSpec) -> Made {
-    let cond = node.attrs.func("cond")?.name.clone();
-    let body = node.attrs.func("body")?.name.clone();
+    let cond = Callee::new(&node.attrs.func("cond")?.name);
+    let body = Callee::new(&node.attrs.func("body")?.name);
     Ok(boxed(move |ctx, inputs| {
         run_while(ctx, &cond, &body, inputs.to_vec())
     }))
 }
 
-fn run_while(ctx: &RunContext, cond: &str, body: &str, mut state: Vec<Value>) -> KResult {
+/// Runs `body` on the loop variables while `cond` holds; the body takes the variables over
+/// (no copy of the list per iteration), and the deadline is checked once per iteration.
+fn run_while(ctx: &RunContext, cond: &Callee, body: &Callee, mut state: Vec<Value>) -> KResult {
     loop {
-        ctx.check_deadline(&format!("an iteration of the loop with body {body:?}"))?;
-        let verdict = ctx.call(cond, &state)?;
+        ctx.check_deadline(|| format!("an iteration of the loop with body {:?}", body.name))?;
+        let verdict = cond.call(ctx, state.clone())?;
         if !truth(&verdict)? {
             return Ok(state);
         }
-        let next = ctx.call(body, &state)?;
-        if next.len() != state.len() {
+        let count = state.len();
+        let next = body.call(ctx, state)?;
+        if next.len() != count {
             return Err(fail(format!(
-                "loop body {body:?} returned {} values for {} loop variables",
+                "loop body {:?} returned {} values for {count} loop variables",
+                body.name,
                 next.len(),
-                state.len()
             )));
         }
         state = next;
