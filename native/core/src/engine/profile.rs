@@ -26,7 +26,9 @@ pub struct Entry {
 /// Per-node own time, filled by plans run with a context that carries it.
 #[derive(Debug, Default)]
 pub struct Profile {
-    by_node: Mutex<HashMap<(String, String), Entry>>,
+    /// Entries by op, then node: looked up by borrowed names, so charging a step that was
+    /// charged before allocates nothing (its cost would count in the enclosing step's time).
+    by_node: Mutex<HashMap<String, HashMap<String, Entry>>>,
 }
 
 impl Profile {
@@ -51,13 +53,23 @@ impl Profile {
             Ok(map) => map,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let entry = map
-            .entry((op.to_string(), node.to_string()))
-            .or_insert_with(|| Entry {
+        if !map.contains_key(op) {
+            map.insert(op.to_string(), HashMap::new());
+        }
+        let Some(nodes) = map.get_mut(op) else {
+            return;
+        };
+        if !nodes.contains_key(node) {
+            let entry = Entry {
                 op: op.to_string(),
                 node: node.to_string(),
                 ..Entry::default()
-            });
+            };
+            nodes.insert(node.to_string(), entry);
+        }
+        let Some(entry) = nodes.get_mut(node) else {
+            return;
+        };
         entry.runs += 1;
         entry.own += own;
     }
@@ -68,7 +80,7 @@ impl Profile {
             Ok(map) => map,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let mut entries: Vec<Entry> = map.values().cloned().collect();
+        let mut entries: Vec<Entry> = map.values().flat_map(|n| n.values().cloned()).collect();
         entries.sort_by(|a, b| b.own.cmp(&a.own).then_with(|| a.node.cmp(&b.node)));
         entries
     }
