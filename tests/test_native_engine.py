@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import DATA, EXTRA_MODELS, SAVEDMODELS
+from conftest import DATA, EXTRA_MODELS, NUMPY_ONLY, SAVEDMODELS
 from savedmodel.compare import random_feeds
 from savedmodel.runtime import load, native
 from savedmodel.runtime.feeds import FeedError
@@ -29,7 +29,8 @@ needs_native = pytest.mark.skipif(not native.available() and not REQUIRED,
 pytestmark = needs_native
 
 FROZEN = sorted((DATA / "frozen").glob("*.pb"))
-ALL_MODELS = SAVEDMODELS + EXTRA_MODELS
+ALL_MODELS = [p for p in SAVEDMODELS + EXTRA_MODELS if p.name not in NUMPY_ONLY]
+"""The models the native engine runs (all but those tests/data/models/numpy_only.txt lists)."""
 
 
 def test_the_native_engine_is_built():
@@ -38,13 +39,24 @@ def test_the_native_engine_is_built():
     assert {"Conv2D", "MatMul", "While", "VarHandleOp"} <= set(native.ops())
 
 
-@pytest.mark.parametrize("model_dir, signature", _signature_cases())
+@pytest.mark.parametrize("model_dir, signature", [case for case in _signature_cases()
+                                                   if case.values[0].name not in NUMPY_ONLY])
 def test_signature_gives_tensorflows_outputs(model_dir, signature):
     feeds, expected = _feeds_and_expected(model_dir, signature)
     model = load(model_dir, engine="native")
     assert model.engine == "native"
     outputs = model.signatures[signature](**feeds)
     assert_matches(outputs, expected, f"{model_dir.name}:{signature}")
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_ONLY))
+def test_models_with_ops_the_native_engine_lacks_name_them_and_run_on_numpy(name):
+    model_dir = DATA / "models" / name
+    with pytest.raises(native.NativeUnsupportedError) as caught:
+        load(model_dir, engine="native")
+    assert caught.value.ops == NUMPY_ONLY[name], "update tests/data/models/numpy_only.txt"
+    model = load(model_dir, engine="auto")
+    assert model.engine == "numpy" and all(op in model.engine_reason for op in NUMPY_ONLY[name])
 
 
 def _frozen_io(path: Path):

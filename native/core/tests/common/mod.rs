@@ -13,6 +13,36 @@ pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
 }
 
+/// The models `tests/data/models/numpy_only.txt` lists as needing ops the native engine lacks,
+/// each with those op types (sorted).
+pub fn numpy_only() -> BTreeMap<String, Vec<String>> {
+    let text = std::fs::read_to_string(data_dir().join("models/numpy_only.txt"))
+        .expect("tests/data/models/numpy_only.txt");
+    let mut out = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let (name, ops) = line.split_once(':').expect("`name: Op, Op`");
+        let mut ops: Vec<String> = ops.split(',').map(|op| op.trim().to_string()).collect();
+        ops.sort();
+        out.insert(name.trim().to_string(), ops);
+    }
+    out
+}
+
+/// The SavedModels the native engine runs: all but those `numpy_only` lists.
+pub fn native_models() -> Vec<PathBuf> {
+    let skipped = numpy_only();
+    saved_models()
+        .into_iter()
+        .filter(|dir| {
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            !name.is_some_and(|n| skipped.contains_key(&n))
+        })
+        .collect()
+}
+
 /// Every SavedModel directory the fixtures hold, with the `.io.npz` TensorFlow recorded for it.
 pub fn saved_models() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
