@@ -23,7 +23,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     let descriptors = protox::compile(&files, [&include])?;
-    prost_build::Config::new().compile_fds(descriptors)?;
+    // An AttrValue holds one of a scalar, a list or a tensor; unboxed, each one is as large as
+    // a TensorProto (400 bytes), and a model's nodes hold tens of thousands of them.
+    prost_build::Config::new()
+        .boxed(".savedmodel.AttrValue.value.list")
+        .boxed(".savedmodel.AttrValue.value.tensor")
+        .compile_fds(descriptors)?;
     Ok(())
 }
 

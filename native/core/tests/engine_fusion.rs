@@ -31,10 +31,10 @@ fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, A)>) -> NodeDef
 }
 
 fn ints(values: &[i64]) -> A {
-    A::List(ListValue {
+    A::List(Box::new(ListValue {
         i: values.to_vec(),
         ..Default::default()
-    })
+    }))
 }
 
 /// Deterministic values in [-1, 1).
@@ -69,7 +69,7 @@ fn constant(name: &str, t: &Tensor) -> NodeDef {
         name,
         "Const",
         &[],
-        vec![("dtype", FLOAT), ("value", A::Tensor(proto))],
+        vec![("dtype", FLOAT), ("value", A::Tensor(Box::new(proto)))],
     )
 }
 

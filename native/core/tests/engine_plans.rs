@@ -89,10 +89,10 @@ fn call(name: &str) -> [(&'static str, A); 2] {
         ("f", func(name)),
         (
             "Tout",
-            A::List(savedmodel_core::protos::attr_value::ListValue {
+            A::List(Box::new(savedmodel_core::protos::attr_value::ListValue {
                 r#type: vec![1],
                 ..Default::default()
-            }),
+            })),
         ),
     ]
 }
@@ -163,11 +163,11 @@ fn constants_fold_through_calls() {
                 &[],
                 &[(
                     "value",
-                    A::Tensor(savedmodel_core::protos::TensorProto {
+                    A::Tensor(Box::new(savedmodel_core::protos::TensorProto {
                         dtype: 1,
                         float_val: vec![7.0],
                         ..Default::default()
-                    }),
+                    })),
                 )],
             ),
             node("id", "Identity", &["k:output:0"], &[]),

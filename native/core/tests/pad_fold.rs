@@ -38,7 +38,10 @@ fn constant(name: &str, proto: TensorProto) -> NodeDef {
         name,
         "Const",
         &[],
-        vec![("value", A::Tensor(proto)), ("dtype", A::Type(dtype))],
+        vec![
+            ("value", A::Tensor(Box::new(proto))),
+            ("dtype", A::Type(dtype)),
+        ],
     )
 }
 
@@ -54,10 +57,10 @@ fn floats(shape: &[usize], values: Vec<f32>) -> TensorProto {
 }
 
 fn ints(list: &[i64]) -> A {
-    A::List(ListValue {
+    A::List(Box::new(ListValue {
         i: list.to_vec(),
         ..Default::default()
-    })
+    }))
 }
 
 /// Deterministic values in [-1, 1) (inputs, not expectations).

@@ -337,10 +337,10 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
     attrs.insert(
         "fused_ops".into(),
         AttrValue {
-            value: Some(A::List(ListValue {
+            value: Some(A::List(Box::new(ListValue {
                 s: fused_ops,
                 ..Default::default()
-            })),
+            }))),
         },
     );
     attrs.insert(

@@ -182,10 +182,10 @@ fn apply(ir: &mut Ir, i: usize, fold: Fold) {
     conv.attrs.insert(
         "explicit_paddings".into(),
         AttrValue {
-            value: Some(A::List(ListValue {
+            value: Some(A::List(Box::new(ListValue {
                 i: fold.explicit,
                 ..Default::default()
-            })),
+            }))),
         },
     );
     for c in fold.control {
@@ -241,19 +241,19 @@ mod tests {
             ("data_format", A::S(format.as_bytes().to_vec())),
             (
                 "strides",
-                A::List(ListValue {
+                A::List(Box::new(ListValue {
                     i: vec![1, 2, 2, 1],
                     ..Default::default()
-                }),
+                })),
             ),
         ];
         if !explicit.is_empty() {
             attrs.push((
                 "explicit_paddings",
-                A::List(ListValue {
+                A::List(Box::new(ListValue {
                     i: explicit.to_vec(),
                     ..Default::default()
-                }),
+                })),
             ));
         }
         node("conv", op, &[input, "w"], &attrs)

@@ -350,7 +350,7 @@ mod tests {
         inputs.extend(partitions.into_iter().map(Value::tensor));
         let out = super::super::test_util::run(
             "RaggedTensorToTensor",
-            &[("row_partition_types", A::List(list))],
+            &[("row_partition_types", A::List(Box::new(list)))],
             inputs,
         )?;
         match &out[0] {
