@@ -19,13 +19,17 @@ give the 32x32 -> 64-bit multiplications), not word by word.
 - `RngReadAndSkip` / `RngSkip` move on the Philox state that `tf.random.Generator` keeps in a
   variable.
 
-Box-Muller (normal and truncated normal) takes logarithms, sines and cosines; TensorFlow uses
-the C library's single-precision ones for float, half and bfloat16. They are computed here in
-double precision and rounded once, which is the correctly rounded result: equal to the C
-library's except, rarely, in the last bit.
+Box-Muller (normal and truncated normal) takes logarithms, sines and cosines; TensorFlow calls
+the C library's (single precision for float, half and bfloat16), whose last bits no numpy
+function reproduces. `_c_math` computes them with numpy and asks the C library (ctypes) for
+the elements where the two may differ, so the values are TensorFlow's bit for bit on the
+same C library (glibc on Linux), and within a unit in the last place without one.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import os
 
 import ml_dtypes
@@ -134,18 +138,62 @@ def _unit_narrow(words: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def _box_muller_float(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two standard normal float32 arrays from two word arrays (TensorFlow's BoxMullerFloat)."""
     u1 = np.maximum(_unit_float32(x0), np.float32(1e-7))
-    v1 = (2 * np.pi * _unit_float32(x1).astype(np.float64)).astype(np.float32).astype(np.float64)
-    log = np.log(u1.astype(np.float64)).astype(np.float32)
-    u2 = np.sqrt(np.float32(-2) * log)
-    return (np.sin(v1).astype(np.float32) * u2, np.cos(v1).astype(np.float32) * u2)
+    v1 = (2 * np.pi * _unit_float32(x1).astype(np.float64)).astype(np.float32)
+    u2 = np.sqrt(np.float32(-2) * _c_math("logf", u1))
+    return _c_math("sinf", v1) * u2, _c_math("cosf", v1) * u2
 
 
 def _box_muller_double(x: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Two standard normal float64 arrays from four word arrays (TensorFlow's BoxMullerDouble)."""
     u1 = np.maximum(_unit_float64(x[0], x[1]), 1e-7)
     v1 = 2 * np.pi * _unit_float64(x[2], x[3])
-    u2 = np.sqrt(-2.0 * np.log(u1))
-    return np.sin(v1) * u2, np.cos(v1) * u2
+    u2 = np.sqrt(-2.0 * _c_math("log", u1))
+    return _c_math("sin", v1) * u2, _c_math("cos", v1) * u2
+
+
+_PRECISE = {"logf": np.log, "sinf": np.sin, "cosf": np.cos, "log": np.log, "sin": np.sin, "cos": np.cos}
+_TIE_DISTANCE = {"logf": 0.4, "sinf": 0.4, "cosf": 0.4, "log": 0.45, "sin": 0.45, "cos": 0.45}
+"""How far from the rounded value (in units in the last place) the C library's result may start
+to differ from the correctly rounded one (measured on glibc: it differs only near halfway
+between two numbers, by at most a unit), except that glibc's logf errs by up to 0.8 units just
+below 1, so logf of every value from 0.85 on is the C library's."""
+
+
+def _c_math(name: str, x: np.ndarray) -> np.ndarray:
+    """The C library function `name` of every element, as TensorFlow computes Box-Muller.
+
+    numpy has no function that rounds as the C library does; the correctly rounded value
+    (computed in a wider type) is the C library's except near a rounding tie, so only
+    elements that near a tie are passed to the C library one by one (all of them for logf).
+    Without a loadable C math library, the correctly rounded values are returned."""
+    wide = np.float64 if x.dtype == np.float32 else np.longdouble
+    precise = _PRECISE[name](x.astype(wide))
+    rounded = precise.astype(x.dtype)
+    function = _c_library_function(name)
+    if function is None or x.size == 0:
+        return rounded
+    spacing = np.abs(np.spacing(rounded)).astype(wide)
+    with np.errstate(all="ignore"):
+        near_tie = ~(np.abs(precise - rounded.astype(wide)) <= _TIE_DISTANCE[name] * spacing)
+    if name == "logf":
+        near_tie |= x >= np.float32(0.85)
+    chosen = x[near_tie]
+    rounded[near_tie] = np.fromiter(map(function, chosen.tolist()), x.dtype, count=chosen.size)
+    return rounded
+
+
+@functools.lru_cache(maxsize=None)
+def _c_library_function(name: str):
+    """`name` from the C math library (through ctypes), or None where it cannot be loaded."""
+    for library in ("libm.so.6", ctypes.util.find_library("m")):
+        try:
+            function = getattr(ctypes.CDLL(library), name)
+        except (OSError, TypeError, AttributeError):
+            continue
+        c_type = ctypes.c_float if name.endswith("f") else ctypes.c_double
+        function.restype, function.argtypes = c_type, [c_type]
+        return function
+    return None
 
 
 def _interleave(first: np.ndarray, second: np.ndarray) -> np.ndarray:
