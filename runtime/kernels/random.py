@@ -452,11 +452,12 @@ def _key_counter_outputs(gen: Philox) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------------- stateful ops
 
-def _generator(ctx, op: str, node_name: str, node_function: str, seed: int, seed2: int) -> Philox:
+def _generator(ctx, op: str, node_name: str, node_function: str, seed: int, seed2: int,
+               dtype: str) -> Philox:
     """The node's generator, made on its first run: one per node of a loaded model (its
-    resources), as TensorFlow keeps one per kernel."""
+    resources), as TensorFlow keeps one per kernel; run eagerly, one per op and attrs."""
     states = _states(ctx)
-    key = (node_function, node_name, op)
+    key = (node_function, node_name, op, seed, seed2, dtype)
     found = states.get(key)
     if found is None:
         if seed == 0 and seed2 == 0:
@@ -467,7 +468,7 @@ def _generator(ctx, op: str, node_name: str, node_function: str, seed: int, seed
 
 _EAGER_STATES: dict = {}
 """Generators of stateful ops run eagerly (no loaded model): TensorFlow's eager kernel cache
-keeps one kernel, hence one generator, per op and attrs."""
+keeps one kernel, hence one generator, per op and attrs, for the life of the process."""
 
 
 def _states(ctx) -> dict:
@@ -486,7 +487,7 @@ def _reserve(gen: Philox, outputs: int) -> Philox:
 def _stateful(op: str, distribution, allowed: set[str]):
     def run(ctx, shape, *, dtype, seed=0, seed2=0, node_name="", node_function="", **_):
         dims, numpy_type = _shape(shape, op), _dtype(dtype, allowed, op)
-        gen = _generator(ctx, op, node_name, node_function or "", seed, seed2)
+        gen = _generator(ctx, op, node_name, node_function or "", seed, seed2, dtype.name)
         size = int(np.prod(dims, dtype=np.int64))
         start = _reserve(gen, size)
         return _fill(dims, numpy_type, lambda count: distribution(start, count, numpy_type))
@@ -505,7 +506,7 @@ def random_uniform_int(ctx, shape, minval, maxval, *, Tout, seed=0, seed2=0, nod
                        node_function="", **_):
     op = "RandomUniformInt"
     dims, numpy_type = _shape(shape, op), _dtype(Tout, _INTS, op)
-    gen = _generator(ctx, op, node_name, node_function or "", seed, seed2)
+    gen = _generator(ctx, op, node_name, node_function or "", seed, seed2, Tout.name)
     size = int(np.prod(dims, dtype=np.int64))
     if size == 0:
         return (np.zeros(dims, numpy_type),)
@@ -517,7 +518,7 @@ def random_uniform_int(ctx, shape, minval, maxval, *, Tout, seed=0, seed2=0, nod
 @kernel("Multinomial", context=True, stateful=True, named=True)
 def multinomial(ctx, logits, num_samples, *, output_dtype, seed=0, seed2=0, node_name="",
                 node_function="", **_):
-    gen = _generator(ctx, "Multinomial", node_name, node_function or "", seed, seed2)
+    gen = _generator(ctx, "Multinomial", node_name, node_function or "", seed, seed2, output_dtype.name)
     logits = np.asarray(logits)
     samples = int(num_samples) if np.ndim(num_samples) == 0 else 0
     batch = logits.shape[0] if logits.ndim == 2 else 0
