@@ -35,6 +35,7 @@ import os
 import ml_dtypes
 import numpy as np
 
+from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.kernels.util import check
 from savedmodel.runtime.registry import kernel
 
@@ -338,7 +339,7 @@ def _dtype(dtype, allowed: set[str], op: str) -> np.dtype:
     return np.dtype(dtype.numpy)
 
 
-def _bounds(minval, maxval, dtype: np.dtype, op: str) -> tuple[int, int]:
+def _bounds(minval, maxval, op: str) -> tuple[int, int]:
     minval, maxval = np.asarray(minval), np.asarray(maxval)
     check(minval.ndim == 0, f"{op}: minval must be 0-D, got shape {list(minval.shape)}")
     check(maxval.ndim == 0, f"{op}: maxval must be 0-D, got shape {list(maxval.shape)}")
@@ -392,7 +393,7 @@ def stateless_random_uniform_int(shape, seed, minval, maxval, *, dtype, **_):
     gen = _seeded(seed, op)
     if 0 in dims:
         return (np.zeros(dims, numpy_type),)
-    low, high = _bounds(minval, maxval, numpy_type, op)
+    low, high = _bounds(minval, maxval, op)
     return _fill(dims, numpy_type, lambda size: _uniform_int(gen, size, numpy_type, low, high))
 
 
@@ -403,7 +404,7 @@ def stateless_random_uniform_int_v2(shape, key, counter, alg, minval, maxval, *,
     dims, numpy_type = _shape(shape, op), _dtype(dtype, _INTS, op)
     if 0 in dims:
         return (np.zeros(dims, numpy_type),)
-    low, high = _bounds(minval, maxval, numpy_type, op)
+    low, high = _bounds(minval, maxval, op)
     return _fill(dims, numpy_type, lambda size: _uniform_int(gen, size, numpy_type, low, high))
 
 
@@ -510,7 +511,7 @@ def random_uniform_int(ctx, shape, minval, maxval, *, Tout, seed=0, seed2=0, nod
     size = int(np.prod(dims, dtype=np.int64))
     if size == 0:
         return (np.zeros(dims, numpy_type),)
-    low, high = _bounds(minval, maxval, numpy_type, op)
+    low, high = _bounds(minval, maxval, op)
     start = _reserve(gen, size)
     return (_uniform_int(start, size, numpy_type, low, high).reshape(dims),)
 
@@ -532,33 +533,72 @@ def multinomial(ctx, logits, num_samples, *, output_dtype, seed=0, seed2=0, node
 def rng_read_and_skip(resource, alg, delta, **_):
     """The Philox state [counter low, counter high, key] of a `tf.random.Generator`, before
     moving its counter on by 256 blocks per `delta`."""
-    state = _philox_state(resource, alg, "RngReadAndSkip")
-    before = state.copy()
-    _advance(resource, state, int(np.asarray(delta).astype(np.uint64)))
-    return (before,)
+    state, gen = _state_generator(resource, alg, "RngReadAndSkip")
+    _store_state(resource, state, gen, int(np.asarray(delta).astype(np.uint64)))
+    return (state,)
 
 
 @kernel("RngSkip", stateful=True)
 def rng_skip(resource, algorithm, delta, **_):
-    state = _philox_state(resource, np.asarray(algorithm).astype(np.int32), "RngSkip")
-    _advance(resource, state, int(np.asarray(delta).astype(np.int64)) & _MASK64)
+    state, gen = _state_generator(resource, algorithm, "RngSkip")
+    _store_state(resource, state, gen, int(np.asarray(delta).astype(np.int64)))
     return ()
 
 
-def _philox_state(resource, alg, op: str) -> np.ndarray:
-    alg = int(np.asarray(alg))
-    check(alg in (PHILOX, AUTO_SELECT), f"{op}: Unsupported algorithm id: {alg}")
+def _stateful_v2(op: str, distribution, allowed: set[str]):
+    """An op drawing from a `tf.random.Generator`'s state variable (the ops Generator methods
+    used before they became RngReadAndSkip + stateless V2 ops)."""
+    def run(resource, algorithm, shape, *, dtype, **_):
+        dims, numpy_type = _shape(shape, op), _dtype(dtype, allowed, op)
+        state, gen = _state_generator(resource, algorithm, op)
+        size = int(np.prod(dims, dtype=np.int64))
+        _store_state(resource, state, gen, size)
+        return _fill(dims, numpy_type, lambda count: distribution(gen, count, numpy_type))
+
+    run.__name__ = op
+    return run
+
+
+for _op, _distribution, _allowed in (("StatefulUniform", _uniform, _FLOATS),
+                                     ("StatefulStandardNormalV2", _normal, _FLOATS),
+                                     ("StatefulTruncatedNormal", _truncated_normal, _FLOATS),
+                                     ("StatefulUniformFullInt", _full_int, _FULL_INTS)):
+    kernel(_op, stateful=True)(_stateful_v2(_op, _distribution, _allowed))
+
+
+@kernel("StatefulUniformInt", stateful=True)
+def stateful_uniform_int(resource, algorithm, shape, minval, maxval, *, dtype, **_):
+    op = "StatefulUniformInt"
+    dims, numpy_type = _shape(shape, op), _dtype(dtype, _INTS, op)
+    low, high = _bounds(minval, maxval, op)
+    state, gen = _state_generator(resource, algorithm, op)
+    size = int(np.prod(dims, dtype=np.int64))
+    _store_state(resource, state, gen, size)
+    return _fill(dims, numpy_type, lambda count: _uniform_int(gen, count, numpy_type, low, high))
+
+
+def _state_generator(resource, alg, op: str) -> tuple[np.ndarray, Philox]:
+    """A generator's state variable and the Philox generator it holds: counter in elements 0
+    and 1, key in element 2 (int64 bit patterns)."""
+    alg = np.asarray(alg)
+    check(alg.ndim == 0, f"{op}: the algorithm must be a scalar, got shape {list(alg.shape)}")
+    algorithm = int(alg)
+    if algorithm == THREEFRY:
+        raise KernelError(f"{op}: Non-XLA devices don't support the ThreeFry algorithm.")
+    check(algorithm in (PHILOX, AUTO_SELECT), f"{op}: Unsupported algorithm id: {algorithm}")
     state = np.asarray(resource.read())
-    check(state.dtype == np.int64, f"{op}: the state of the generator must be int64, not {state.dtype}")
-    check(state.ndim == 1 and state.shape[0] >= 3,
-          f"{op}: The size of the state must be at least 3; got {state.shape[0] if state.ndim else 0}")
-    return state
+    check(state.dtype == np.int64, f"{op}: dtype of RNG state variable must be int64, not {state.dtype}")
+    check(state.ndim == 1, f"{op}: RNG state must have one and only one dimension, not {state.ndim}")
+    check(state.shape[0] >= 3, f"{op}: For the Philox algorithm, the size of state must be at least 3; "
+          f"got {state.shape[0]}")
+    words = [int(w) for w in state[:3].view(np.uint64)]
+    return state, Philox((words[2], words[2] >> 32), words[0] | (words[1] << 64))
 
 
-def _advance(resource, state: np.ndarray, delta: int) -> None:
-    words = state.view(np.uint64)
-    gen = Philox((int(words[2]), int(words[2]) >> 32), int(words[0]) | (int(words[1]) << 64))
-    gen.skip(delta * _SKIP_PER_OUTPUT)
+def _store_state(resource, state: np.ndarray, gen: Philox, outputs: int) -> None:
+    """Write the state moved on by 256 blocks per output value (the generator is not moved)."""
+    moved_gen = gen.copy()
+    moved_gen.skip(outputs * _SKIP_PER_OUTPUT)
     moved = state.copy()
-    moved[:2] = np.array([gen.counter & _MASK64, gen.counter >> 64], np.uint64).view(np.int64)
+    moved[:2] = np.array([moved_gen.counter & _MASK64, moved_gen.counter >> 64], np.uint64).view(np.int64)
     resource.assign(moved)

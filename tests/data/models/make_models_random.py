@@ -3,9 +3,10 @@
 - random_stateful: stateful ops (uniform, normal, truncated normal, uniform int, categorical)
   under a global seed, some with op seeds; each call of a loaded model moves every node's
   generator on, so call N gives other numbers than call 1.
-- random_generator: a tf.random.Generator's state moved on by RngReadAndSkip, and the
-  stateless tf.random.stateless_* functions (StatelessRandomGetKeyCounter + V2 ops) with a
-  fixed seed and with a seed fed as input.
+- random_generator: a tf.random.Generator's state moved on by RngReadAndSkip, the older
+  Stateful* ops and RngSkip on another generator, and the stateless tf.random.stateless_*
+  functions (StatelessRandomGetKeyCounter + V2 ops) with a fixed seed and with a seed fed as
+  input.
 
 Writes <name>/, <name>.io.npz (first call of each signature on a freshly loaded model, as
 make_models.py does) and <name>.calls.npz (keys <signature>/<call>/in|out/<key>, calls 0..2 of
@@ -42,11 +43,35 @@ class Generators(tf.Module):
     def __init__(self):
         super().__init__()
         self.generator = tf.random.Generator.from_seed(42)
+        self.older = tf.random.Generator.from_seed(-3)
 
     @tf.function(input_signature=[tf.TensorSpec([], tf.uint64)])
     def skip(self, delta):
         state = tf.raw_ops.RngReadAndSkip(resource=self.generator.state.handle, alg=1, delta=delta)
         return {"state": state}
+
+    @tf.function(input_signature=[])
+    def stateful_ops(self):
+        """The ops Generator methods used before RngReadAndSkip, on a generator of their own."""
+        handle, philox = self.older.state.handle, tf.constant(1, tf.int64)
+        values = {"uniform": tf.raw_ops.StatefulUniform(resource=handle, algorithm=philox, shape=[5],
+                                                        dtype=tf.float32),
+                  "normal": tf.raw_ops.StatefulStandardNormalV2(resource=handle, algorithm=philox, shape=[3],
+                                                                dtype=tf.float64),
+                  "truncated": tf.raw_ops.StatefulTruncatedNormal(resource=handle, algorithm=philox,
+                                                                  shape=[2, 3], dtype=tf.float16)}
+        with tf.control_dependencies(values.values()):
+            ints = tf.raw_ops.StatefulUniformInt(resource=handle, algorithm=philox, shape=[4],
+                                                 minval=tf.constant(-10, tf.int64),
+                                                 maxval=tf.constant(10, tf.int64))
+        with tf.control_dependencies([ints]):
+            full = tf.raw_ops.StatefulUniformFullInt(resource=handle, algorithm=tf.constant(3, tf.int64),
+                                                     shape=[3], dtype=tf.uint32)
+        with tf.control_dependencies([full]):
+            skip = tf.raw_ops.RngSkip(resource=handle, algorithm=philox, delta=tf.constant(2, tf.int64))
+        with tf.control_dependencies([skip]):
+            state = self.older.state.read_value()
+        return {**values, "ints": ints, "full": full, "state": state}
 
     @tf.function(input_signature=[tf.TensorSpec([2], tf.int32)])
     def stateless(self, seed):
@@ -83,7 +108,7 @@ def main(names: list[str]) -> None:
         "random_stateful": lambda: export_calls("random_stateful", Stateful(), {
             "draw": {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}, "half": {}}),
         "random_generator": lambda: export_calls("random_generator", Generators(), {
-            "skip": {"delta": np.array(3, np.uint64)},
+            "skip": {"delta": np.array(3, np.uint64)}, "stateful_ops": {},
             "stateless": {"seed": np.array([-8, 2 ** 31 - 1], np.int32)}}),
     }
     for name in names or list(jobs):
