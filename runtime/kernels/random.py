@@ -46,8 +46,8 @@ _KEY_INCREMENTS = (0x9E3779B9, 0xBB67AE85)
 _STATELESS_KEY = (0x3EC8F720, 0x02461E29)
 """The key that scrambles a stateless op's seed into its key and counter (TensorFlow's GenerateKey)."""
 _SKIP_PER_OUTPUT = 256
-"""Blocks a stateful op reserves per output element, and a truncated normal group's stride in
-words-per-group units (TensorFlow's kReservedSamplesPerOutput)."""
+"""Blocks a stateful op reserves per output value; also the words a truncated normal value may
+take (TensorFlow's kReservedSamplesPerOutput), which spaces its groups."""
 PHILOX, THREEFRY, AUTO_SELECT = 1, 2, 3
 _FLOATS = {"float16", "bfloat16", "float32", "float64"}
 _INTS = {"int32", "int64"}
@@ -276,8 +276,15 @@ def _full_int(gen: Philox, size: int, dtype: np.dtype) -> np.ndarray:
 
 def _multinomial(gen: Philox, logits: np.ndarray, num_samples: int, out_dtype: np.dtype) -> np.ndarray:
     """Samples per row: a uniform double (two words, in order through all rows) times the
-    row's total, located in the running sum of exp(logit - max) over finite logits."""
+    row's total, located in the running sum of exp(logit - max) over finite logits.
+
+    TensorFlow splits the rows among threads when there is much work (batch * (samples *
+    log2(classes) + classes) * 50 >= 20000 cycles by its estimate), each thread's rows
+    starting at its own offset; its values then depend on its thread count. These are the
+    values of one thread, TensorFlow's for every smaller input."""
     batch, classes = logits.shape
+    if batch * num_samples == 0:
+        return np.zeros((batch, num_samples), out_dtype)
     words = gen.words(2 * batch * num_samples)
     uniforms = _unit_float64(words[0::2], words[1::2]).reshape(batch, num_samples)
     finite = np.isfinite(logits)
@@ -410,21 +417,21 @@ def stateless_random_uniform_int_v2(shape, key, counter, alg, minval, maxval, *,
 
 @kernel("StatelessMultinomial")
 def stateless_multinomial(logits, num_samples, seed, *, output_dtype, **_):
-    gen = _seeded(seed, "StatelessMultinomial")
-    return (_multinomial_op(gen, logits, num_samples, output_dtype, "StatelessMultinomial"),)
+    op = "StatelessMultinomial"
+    gen = _seeded(seed, op)
+    samples = _multinomial_samples(logits, num_samples, op)
+    return (_multinomial(gen, logits, samples, np.dtype(output_dtype.numpy)),)
 
 
-def _multinomial_op(gen: Philox, logits, num_samples, output_dtype, op: str) -> np.ndarray:
-    logits, num_samples = np.asarray(logits), np.asarray(num_samples)
+def _multinomial_samples(logits: np.ndarray, num_samples, op: str) -> int:
+    """The number of samples per row, once the inputs are checked as TensorFlow checks them."""
+    num_samples = np.asarray(num_samples)
     check(logits.ndim == 2, f"{op}: logits should be a matrix, got shape {list(logits.shape)}")
     check(num_samples.ndim == 0, f"{op}: num_samples should be a scalar, got shape {list(num_samples.shape)}")
     samples = int(num_samples)
     check(samples >= 0, f"{op}: num_samples should be non-negative, got {samples}")
     check(logits.shape[1] > 0, f"{op}: num_classes should be positive, got {logits.shape[1]}")
-    out_dtype = np.dtype(output_dtype.numpy)
-    if logits.shape[0] * samples == 0:
-        return np.zeros((logits.shape[0], samples), out_dtype)
-    return _multinomial(gen, logits, samples, out_dtype)
+    return samples
 
 
 @kernel("StatelessRandomGetKeyCounter")
@@ -519,12 +526,12 @@ def random_uniform_int(ctx, shape, minval, maxval, *, Tout, seed=0, seed2=0, nod
 @kernel("Multinomial", context=True, stateful=True, named=True)
 def multinomial(ctx, logits, num_samples, *, output_dtype, seed=0, seed2=0, node_name="",
                 node_function="", **_):
+    """TensorFlow reserves 256 blocks per value of 2 * batch * samples rounded up to 4."""
+    samples = _multinomial_samples(logits, num_samples, "Multinomial")
     gen = _generator(ctx, "Multinomial", node_name, node_function or "", seed, seed2, output_dtype.name)
-    logits = np.asarray(logits)
-    samples = int(num_samples) if np.ndim(num_samples) == 0 else 0
-    batch = logits.shape[0] if logits.ndim == 2 else 0
-    start = _reserve(gen, batch * -(-samples // 4) * 4 * 2) if samples > 0 else gen.copy()
-    return (_multinomial_op(start, logits, num_samples, output_dtype, "Multinomial"),)
+    batch = logits.shape[0]
+    start = _reserve(gen, batch * -(-samples // 4) * 4 * 2) if batch * samples else gen.copy()
+    return (_multinomial(start, logits, samples, np.dtype(output_dtype.numpy)),)
 
 
 # ---------------------------------------------------------------------- tf.random.Generator state
