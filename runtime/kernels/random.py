@@ -534,6 +534,25 @@ def multinomial(ctx, logits, num_samples, *, output_dtype, seed=0, seed2=0, node
     return (_multinomial(start, logits, samples, np.dtype(output_dtype.numpy)),)
 
 
+@kernel("RandomShuffle", context=True, stateful=True, named=True)
+def random_shuffle(ctx, value, *, seed=0, seed2=0, node_name="", node_function="", **_):
+    """The rows (first dimension) in an order from a Fisher-Yates shuffle whose step i swaps
+    row i with row i + (word i mod (rows - i)), reserving a word per step, as TensorFlow."""
+    value = np.asarray(value)
+    gen = _generator(ctx, "RandomShuffle", node_name, node_function or "", seed, seed2, value.dtype.str)
+    if value.size <= 1 or value.shape[0] <= 1:
+        return (value,)
+    rows = value.shape[0]
+    start = gen.copy()
+    gen.skip(-(-(rows - 1) // 4))
+    steps = np.arange(rows - 1, dtype=np.uint64)
+    targets = (steps + start.words(rows - 1).astype(np.uint64) % (np.uint64(rows) - steps)).tolist()
+    order = list(range(rows))
+    for i, j in enumerate(targets):
+        order[i], order[j] = order[j], order[i]
+    return (value[np.array(order)],)
+
+
 # ---------------------------------------------------------------------- tf.random.Generator state
 
 @kernel("RngReadAndSkip", stateful=True)

@@ -137,6 +137,19 @@ def multinomial_cases():
     return found
 
 
+def shuffle_cases():
+    strings = np.array([f"s{i}".encode() for i in range(9)], object)
+    return [
+        case("RandomShuffle", name="vector", value=np.arange(10, dtype=np.float32), seed=1, seed2=2),
+        case("RandomShuffle", name="rows", value=np.arange(21, dtype=np.int64).reshape(7, 3), seed=5, seed2=0),
+        case("RandomShuffle", name="long", value=np.arange(1000, dtype=np.int32), seed=0, seed2=9),
+        case("RandomShuffle", name="strings", value=strings, seed=-4, seed2=4),
+        case("RandomShuffle", name="one_row", value=np.ones((1, 4), np.float64), seed=3, seed2=3),
+        case("RandomShuffle", name="empty", value=np.zeros((0, 2), np.float32), seed=3, seed2=3),
+        case("RandomShuffle", name="scalar", value=np.array(7, np.int32), seed=3, seed2=3),
+    ]
+
+
 def key_counter_cases():
     found = []
     for name, seed in SEEDS.items():
@@ -160,5 +173,6 @@ CASES = (
     + uniform_int_cases()
     + stateful_cases()
     + multinomial_cases()
+    + shuffle_cases()
     + key_counter_cases()
 )
