@@ -185,16 +185,25 @@ def _c_math(name: str, x: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def _c_library_function(name: str):
-    """`name` from the C math library (through ctypes), or None where it cannot be loaded."""
-    for library in ("libm.so.6", ctypes.util.find_library("m")):
-        try:
-            function = getattr(ctypes.CDLL(library), name)
-        except (OSError, TypeError, AttributeError):
-            continue
+    """`name` from the C math library (through ctypes), or None where there is none."""
+    library = _c_math_library()
+    function = getattr(library, name, None) if library is not None else None
+    if function is not None:
         c_type = ctypes.c_float if name.endswith("f") else ctypes.c_double
         function.restype, function.argtypes = c_type, [c_type]
-        return function
-    return None
+    return function
+
+
+@functools.lru_cache(maxsize=1)
+def _c_math_library():
+    try:
+        return ctypes.CDLL("libm.so.6")
+    except OSError:
+        found = ctypes.util.find_library("m")
+    try:
+        return ctypes.CDLL(found) if found else None
+    except OSError:
+        return None
 
 
 def _interleave(first: np.ndarray, second: np.ndarray) -> np.ndarray:
