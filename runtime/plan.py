@@ -424,6 +424,7 @@ def _step(spec: GraphSpec, nodes: dict[str, GraphNode], node: GraphNode, slots: 
     attrs = _attrs(spec, node)
     if kernel.named:
         attrs["node_name"] = node.name
+        attrs["node_function"] = node.function
     fn = kernel.fn
     fast = None
     derefs = _dereferenced_inputs(spec, nodes, node)

@@ -48,7 +48,8 @@ def kernel(*ops: str, context: bool = False, stateful: bool = False, named: bool
     `stateful` marks ops with side effects (variable writes, printing), which a function body
     runs even when no output needs them. `named` kernels also receive `node_name`, for ops
     whose meaning depends on it (a TensorFlow 1 variable without a shared name is shared by
-    its node name)."""
+    its node name), and `node_function`, the function the node is in (None outside one):
+    a stateful random op keeps one generator per node."""
     if not ops:
         raise ValueError("kernel() needs at least one op type name")
 

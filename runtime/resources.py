@@ -48,6 +48,9 @@ class ResourceManager:
     def __init__(self):
         self._variables: dict[tuple[str, str], Variable] = {}
         self._tables: dict[tuple[str, str], LookupTable] = {}
+        self.random_generators: dict = {}
+        """Generators of stateful random ops, by function, node, op and attrs: one per node,
+        as TensorFlow keeps one per kernel (runtime.kernels.random)."""
 
     def variable(self, container: str, shared_name: str, dtype: dtypes.DType, shape) -> Variable:
         key = (container, shared_name)
