@@ -18,4 +18,6 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     tensor_list,
     variables,
     segments,
+    spatial,
+    conv3d,
 )
