@@ -20,4 +20,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     segments,
     spatial,
     conv3d,
+    search,
+    reorder,
+    ctc,
 )

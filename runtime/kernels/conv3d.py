@@ -6,9 +6,10 @@ receptive field into one patch matrix (im2col) and contracts it with the filter 
 product; the transposed convolution multiplies first and adds each filter tap's products back
 into place (col2im); pooling combines one strided view per window tap over the whole output.
 Window geometry (output sizes, SAME padding) is nn.py's, which follows TensorFlow's
-GetWindowedOutputSize. Tensors are computed in NDHWC; NCDHW ones are transposed in and out
-(TensorFlow's oneDNN CPU kernels accept both). float16 and bfloat16
-are computed in float32 and rounded once.
+GetWindowedOutputSize. Tensors are computed in NDHWC; NCDHW ones are transposed in and out.
+TensorFlow's own CPU kernels refuse NCDHW and dilated convolutions, which its GPU kernels accept;
+these kernels compute them, as nn.py does for 2-D, so that graphs exported on GPU machines run.
+float16 and bfloat16 are computed in float32 and rounded once.
 """
 from __future__ import annotations
 

@@ -144,3 +144,39 @@ STITCH += [
 ]
 
 CASES = SORTED + UNSORTED + SPARSE + PARTITION + STITCH
+
+_T = _r(4, 3)
+SCATTER = []
+for _op in ("TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "TensorScatterAdd",
+            "TensorScatterUpdate"):
+    _dtypes = [np.float32, np.float64, np.int32, np.int64, np.float16, ml_dtypes.bfloat16,
+               np.int8, np.uint8, np.int16]
+    if _op in ("TensorScatterSub", "TensorScatterAdd", "TensorScatterUpdate"):
+        _dtypes += [np.complex64]
+    for _dt in _dtypes:
+        _base = _r(4, 3) if np.dtype(_dt).kind in "fc" else _rng.integers(0, 9, (4, 3))
+        _upd = _r(3, 3) if np.dtype(_dt).kind in "fc" else _rng.integers(0, 9, (3, 3))
+        SCATTER.append(case(_op, name=np.dtype(_dt).name, tensor=_base.astype(_dt),
+                            indices=_i([[2], [0], [2]]), updates=_upd.astype(_dt)))
+    SCATTER += [
+        case(_op, name="elements_int64", tensor=_T, indices=_i([[0, 1], [3, 2], [0, 1]], np.int64),
+             updates=_r(3)),
+        case(_op, name="empty_indices", tensor=_T, indices=np.zeros((0, 1), np.int32),
+             updates=_r(0, 3)),
+        case(_op, name="empty_tensor", tensor=_r(0, 3), indices=np.zeros((0, 1), np.int32),
+             updates=_r(0, 3)),
+        case(_op, name="nan_inf", tensor=np.float32([nan, 1, -inf, 2]),
+             indices=_i([[0], [1], [2], [3], [3]]), updates=np.float32([3, nan, 5, inf, nan])),
+        case(_op, name="error_out_of_range", tensor=_T, indices=_i([[4]]), updates=_r(1, 3),
+             error=True),
+        case(_op, name="error_negative", tensor=_T, indices=_i([[-1]]), updates=_r(1, 3),
+             error=True),
+        case(_op, name="error_updates_shape", tensor=_T, indices=_i([[1]]), updates=_r(2, 3),
+             error=True, dynamic=True),
+    ]
+SCATTER += [
+    case("TensorScatterUpdate", name="duplicates_last_wins", tensor=_r(3),
+         indices=_i([[1], [1], [0], [1]]), updates=_r(4)),
+]
+
+CASES += SCATTER
