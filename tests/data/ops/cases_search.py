@@ -180,3 +180,25 @@ CTC = [
 ]
 
 CASES = BOUNDS + BUCKETIZE + HISTOGRAM + TOPK + UNRAVEL + ROLL + REVERSE + BITCAST + LOGSUMEXP + CTC
+
+_BEAM_LOGITS = _rng.standard_normal((7, 3, 5)).astype(np.float32) * 2
+BEAM = [
+    case("CTCBeamSearchDecoder", name="width3_top2", inputs=_BEAM_LOGITS,
+         sequence_length=_i([7, 4, 1]), beam_width=3, top_paths=2),
+    case("CTCBeamSearchDecoder", name="zero_length_top1", inputs=_BEAM_LOGITS,
+         sequence_length=_i([0, 4, 1]), beam_width=3, top_paths=1),
+    case("CTCBeamSearchDecoder", name="error_fewer_leaves", inputs=_BEAM_LOGITS,
+         sequence_length=_i([7, 4, 0]), beam_width=3, top_paths=2, error=True),
+    case("CTCBeamSearchDecoder", name="width10_top3_no_merge", inputs=_BEAM_LOGITS,
+         sequence_length=_i([7, 6, 5]), beam_width=10, top_paths=3, merge_repeated=False),
+    case("CTCBeamSearchDecoder", name="width1", inputs=_BEAM_LOGITS,
+         sequence_length=_i([7, 7, 7]), beam_width=1, top_paths=1),
+    case("CTCBeamSearchDecoder", name="float64_wide", inputs=_rng.standard_normal((12, 2, 8)) * 3,
+         sequence_length=_i([12, 9]), beam_width=16, top_paths=4,
+         rtol=1e-6),  # TensorFlow's beam search keeps its probabilities in float32
+    case("CTCBeamSearchDecoder", name="error_top_paths", inputs=_BEAM_LOGITS,
+         sequence_length=_i([7, 4, 1]), beam_width=2, top_paths=3, error=True),
+]
+IN_TOP_K = [case("InTopK", name="attr_k", predictions=_PRED, targets=_i([1, 3, 0, 0, 2]), k=2)]
+
+CASES += BEAM + IN_TOP_K
