@@ -133,7 +133,8 @@ def _backprop_input(op: str, sizes: tuple[int, ...], filter: np.ndarray,
     channels_first, stride, dilation = _conv_attrs(op, strides, dilations, padding, data_format)
     _check_rank(filter, "filter", op)
     _check_rank(out_backprop, "out_backprop", op)
-    check(len(sizes) == 5, f"{op}: input_sizes must have 5 elements, got {list(sizes)}")
+    check(len(sizes) == 5 and min(sizes) >= 0, f"{op}: input_sizes must be 5 non-negative "
+          f"sizes, got {list(sizes)}")
     n, spatial, channels = _split(sizes, channels_first, "input_sizes", op)
     grad = _to_last(out_backprop, channels_first)
     *window, depth, out = filter.shape

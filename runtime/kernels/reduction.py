@@ -248,6 +248,8 @@ def cumulative_logsumexp(x: Array, axis: Array, *, exclusive: bool = False,
     """log(cumsum(exp(x))) without overflow (np.logaddexp, whose identity -inf starts an
     exclusive scan); float16 and bfloat16 accumulate in float32."""
     x = np.asarray(x)
+    if x.dtype.kind != "f" and x.dtype not in HALF_TYPES:
+        raise KernelError(f"CumulativeLogsumexp: x must be a float tensor, got {x.dtype}")
     if x.dtype not in HALF_TYPES:
         return _scan(np.logaddexp, x, axis, exclusive, reverse)
     return (_scan(np.logaddexp, widened(x), axis, exclusive, reverse)[0].astype(x.dtype),)

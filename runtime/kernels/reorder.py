@@ -13,11 +13,12 @@ from savedmodel.runtime.registry import kernel
 def roll(input, shift, axis, **_) -> tuple[np.ndarray]:
     """Elements shifted along each axis, wrapping around; shifts of a repeated axis add up."""
     x = np.asarray(input)
+    check(x.ndim >= 1, "Roll: input must be 1-D or higher")
     shifts, axes = np.asarray(shift), np.asarray(axis)
-    check(shifts.ndim <= 1, f"Roll: shift must be a scalar or a 1-D vector, got shape "
-          f"{list(shifts.shape)}")
-    check(axes.ndim <= 1, f"Roll: axis must be a scalar or a 1-D vector, got shape "
-          f"{list(axes.shape)}")
+    check(shifts.ndim <= 1 and shifts.dtype.kind in "iu", f"Roll: shift must be an integer "
+          f"scalar or 1-D vector, got shape {list(shifts.shape)} of {shifts.dtype}")
+    check(axes.ndim <= 1 and axes.dtype.kind in "iu", f"Roll: axis must be an integer scalar "
+          f"or 1-D vector, got shape {list(axes.shape)} of {axes.dtype}")
     check(shifts.shape == axes.shape, f"Roll: shift and axis must have the same size, got "
           f"{list(shifts.shape)} and {list(axes.shape)}")
     axes_list = [normalize_axis(int(a), x.ndim, "Roll: axis") for a in axes.reshape(-1)]

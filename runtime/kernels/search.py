@@ -91,9 +91,10 @@ def in_top_k(predictions, targets, k=None, **attrs) -> tuple[np.ndarray]:
     prediction anywhere in its row, a target is never in the top k. (InTopK takes k as an
     attr.)"""
     scores, target = np.asarray(predictions), np.asarray(targets)
-    limit = attrs.get("k") if k is None else k
-    limit = np.asarray(limit)
-    check(limit.ndim == 0, f"InTopK: k must be 0 D, got shape {list(limit.shape)}")
+    limit = np.asarray(attrs.get("k") if k is None else k)
+    check(limit.ndim == 0 and limit.dtype.kind in "iu",
+          f"InTopK: k must be an integer scalar, got shape {list(limit.shape)} of {limit.dtype}")
+    check(target.dtype.kind in "iu", f"InTopK: targets must be integers, got {target.dtype}")
     check(scores.ndim == 2, f"InTopK: predictions must be 2-dimensional, got shape "
           f"{list(scores.shape)}")
     check(target.ndim == 1, f"InTopK: targets must be 1-dimensional, got shape "
@@ -118,8 +119,8 @@ def unravel_index(indices, dims, **_) -> tuple[np.ndarray]:
     check(flat.ndim <= 1, f"UnravelIndex: The indices can only be scalar or vector, got "
           f"{list(flat.shape)}")
     check(flat.size > 0, "UnravelIndex: received empty tensor indices")
-    check(shape.ndim == 1, f"UnravelIndex: dims must be a 1-D vector, got shape "
-          f"{list(shape.shape)}")
+    check(shape.ndim == 1 and shape.size > 0, f"UnravelIndex: dims must be a non-empty 1-D "
+          f"vector, got shape {list(shape.shape)}")
     check(bool((shape > 0).all()), f"UnravelIndex: Input dims must be > 0, got "
           f"{shape.tolist()}")
     size = math.prod(shape.tolist())

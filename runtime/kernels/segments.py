@@ -293,9 +293,12 @@ def dynamic_partition(data, partitions, *, num_partitions: int, **_) -> tuple[np
     return tuple(np.ascontiguousarray(rows[flat == p]) for p in range(num_partitions))
 
 
-def _stitch(op: str, values: list) -> tuple[np.ndarray]:
-    """merged[indices[m][i]] = data[m][i]; a later (m, i) wins over an earlier one."""
-    count = len(values) // 2
+def _stitch(op: str, values: list, count: int | None) -> tuple[np.ndarray]:
+    """merged[indices[m][i]] = data[m][i]; a later (m, i) wins over an earlier one. `count` is
+    the N attr: how many indices tensors (and data tensors) there are."""
+    count = len(values) // 2 if count is None else count
+    check(len(values) == 2 * count, f"{op}: expected {count} indices and {count} data "
+          f"tensors, got {len(values)} inputs")
     indices = [_ids(v, f"{op}: indices") for v in values[:count]]
     data = [np.asarray(v) for v in values[count:]]
     inner = None
@@ -312,8 +315,8 @@ def _stitch(op: str, values: list) -> tuple[np.ndarray]:
           f"{int(flat.min()) if flat.size else 0}")
     size = int(flat.max()) + 1 if flat.size else 0
     dtype = data[0].dtype if data else np.dtype(np.float32)
-    rows = np.concatenate([d.reshape((-1,) + tuple(inner or ())) for d in data]) if data \
-        else np.zeros((0,), dtype)
+    rows = np.concatenate([d.reshape((i.size,) + tuple(inner or ()))
+                           for i, d in zip(indices, data)])
     out = np.full((size,) + tuple(inner or ()), b"" if dtype.kind == "O" else 0, dtype)
     if flat.size:
         targets, last = np.unique(flat[::-1], return_index=True)
@@ -322,10 +325,10 @@ def _stitch(op: str, values: list) -> tuple[np.ndarray]:
 
 
 @kernel("DynamicStitch")
-def dynamic_stitch(*values, **_) -> tuple[np.ndarray]:
-    return _stitch("DynamicStitch", list(values))
+def dynamic_stitch(*values, N: int | None = None, **_) -> tuple[np.ndarray]:
+    return _stitch("DynamicStitch", list(values), N)
 
 
 @kernel("ParallelDynamicStitch")
-def parallel_dynamic_stitch(*values, **_) -> tuple[np.ndarray]:
-    return _stitch("ParallelDynamicStitch", list(values))
+def parallel_dynamic_stitch(*values, N: int | None = None, **_) -> tuple[np.ndarray]:
+    return _stitch("ParallelDynamicStitch", list(values), N)
