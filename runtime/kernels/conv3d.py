@@ -1,4 +1,4 @@
-"""Volumetric (3-D) convolution and pooling: Conv3D, Conv3DBackpropInput(V2) (Keras's
+"""Volumetric (3-D) convolution and pooling: Conv3D, Conv3DBackpropInputV2 (Keras's
 Conv3DTranspose), MaxPool3D and AvgPool3D.
 
 The same scheme as the 2-D kernels in nn.py, over three spatial axes: a convolution copies every
@@ -178,14 +178,6 @@ def conv3d_backprop_input_v2(input_sizes, filter, out_backprop, *, strides, padd
           f"must be a 1-D integer tensor, got shape {list(sizes.shape)}")
     return (_backprop_input("Conv3DBackpropInputV2", tuple(sizes.tolist()), filter,
                             out_backprop, strides, padding, data_format, dilations),)
-
-
-@kernel("Conv3DBackpropInput")
-def conv3d_backprop_input(input, filter, out_backprop, *, strides, padding: str,
-                          dilations=(), **_) -> tuple[np.ndarray]:
-    """The deprecated form, which takes the input itself for its shape (always NDHWC)."""
-    return (_backprop_input("Conv3DBackpropInput", np.shape(input), filter, out_backprop,
-                            strides, padding, "NDHWC", dilations),)
 
 
 # Pooling -------------------------------------------------------------------------------------

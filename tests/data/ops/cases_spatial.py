@@ -1,6 +1,6 @@
 """Kernel cases for the convolution family beyond nn.py's: SpaceToBatchND / BatchToSpaceND (what
 dilated convolutions export as), SpaceToBatch / BatchToSpace, DepthToSpace / SpaceToDepth,
-Conv3D, Conv3DBackpropInput(V2), MaxPool3D, AvgPool3D, LRN, MaxPoolWithArgmax, and more
+Conv3D, Conv3DBackpropInputV2, MaxPool3D, AvgPool3D, LRN, MaxPoolWithArgmax, and more
 Conv2DBackpropInput edge cases.
 
 Record with TF_ENABLE_ONEDNN_OPTS=0: TensorFlow's own (Eigen) CPU kernels are the oracle, as in
