@@ -55,7 +55,8 @@ class SegmentsAndSearch(tf.Module):
         batch = tf.shape(logits)[1]
         lengths = tf.fill([batch], 6) - tf.range(batch) % 3
         greedy, greedy_score = tf.nn.ctc_greedy_decoder(logits, lengths)
-        beams, beam_scores = tf.nn.ctc_beam_search_decoder(logits, lengths, beam_width=4, top_paths=2)
+        beams, beam_scores = tf.nn.ctc_beam_search_decoder(logits, lengths, beam_width=4,
+                                                           top_paths=2)
         edges = tf.sort(x[:, 0])
         return {
             "unsorted_max": tf.math.unsorted_segment_max(x, ids, 4),

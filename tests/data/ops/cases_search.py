@@ -42,7 +42,8 @@ for _op in ("LowerBound", "UpperBound"):
 
 _EDGES = [-1.5, 0.0, 0.0, 2.0, 10.0]
 BUCKETIZE = [
-    case("Bucketize", name="float32", input=np.float32([[-2, -1.5, 0, 1, 2], [9.99, 10, 11, nan, -inf]]),
+    case("Bucketize", name="float32",
+         input=np.float32([[-2, -1.5, 0, 1, 2], [9.99, 10, 11, nan, -inf]]),
          boundaries=_EDGES),
     case("Bucketize", name="float64", input=np.float64([-1.5000001, 0.1, inf]), boundaries=_EDGES),
     case("Bucketize", name="int32", input=_i([-3, -1, 0, 2, 10, 11]), boundaries=_EDGES),

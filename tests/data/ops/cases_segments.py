@@ -33,7 +33,8 @@ for _op in ("SegmentSum", "SegmentMean", "SegmentProd", "SegmentMax", "SegmentMi
         SORTED.append(case(_op, name=np.dtype(_dt).name, data=_data.astype(_dt),
                            segment_ids=_IDS))
     SORTED += [
-        case(_op, name="ids_int64_rank3", data=_r(5, 2, 3), segment_ids=_i([0, 1, 1, 2, 4], np.int64)),
+        case(_op, name="ids_int64_rank3", data=_r(5, 2, 3),
+             segment_ids=_i([0, 1, 1, 2, 4], np.int64)),
         case(_op, name="vector", data=_r(4), segment_ids=_i([1, 1, 2, 2])),
         case(_op, name="empty", data=_r(0, 3), segment_ids=_i([])),
         case(_op, name="nan_inf", data=_NAN_DATA, segment_ids=_NAN_IDS),

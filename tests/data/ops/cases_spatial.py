@@ -36,7 +36,8 @@ SPACE_BATCH = [
          block_shape=_i([2, 3], np.int64), paddings=_i([[0, 2], [1, 2]], np.int64)),
     case("SpaceToBatchND", name="block1_rest_dims", input=_r(2, 3, 2, 2), block_shape=_i([1]),
          paddings=_i([[1, 0]])),
-    case("SpaceToBatchND", name="3d_uint16", input=_seq(1, 2, 2, 4, 1, dtype=np.uint16), block_shape=_i([2, 2, 2]),
+    case("SpaceToBatchND", name="3d_uint16", input=_seq(1, 2, 2, 4, 1, dtype=np.uint16),
+         block_shape=_i([2, 2, 2]),
          paddings=_i([[0, 0], [0, 0], [0, 0]])),
     case("SpaceToBatchND", name="uint64", input=_seq(1, 2, 1, dtype=np.uint64),
          block_shape=_i([2]), paddings=_i([[0, 0]])),
@@ -149,7 +150,8 @@ LRN = [
          beta=1.2),
     case("LRN", name="float16", input=_r(1, 2, 2, 6, dtype=np.float16), depth_radius=1),
     case("LRN", name="empty", input=_r(0, 2, 2, 6)),
-    case("LRN", name="nan_inf", input=np.array([nan, 1, inf, 2, -inf, 3], np.float32).reshape(1, 1, 2, 3),
+    case("LRN", name="nan_inf",
+         input=np.array([nan, 1, inf, 2, -inf, 3], np.float32).reshape(1, 1, 2, 3),
          depth_radius=1),
 ]
 
