@@ -17,4 +17,10 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     strings,
     tensor_list,
     variables,
+    segments,
+    spatial,
+    conv3d,
+    search,
+    reorder,
+    ctc,
 )

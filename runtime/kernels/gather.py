@@ -169,8 +169,10 @@ def _check_scatter(indices: np.ndarray, updates: np.ndarray, shape: tuple[int, .
         check(depth >= 1, f"{op}: index rows must not be empty (indices.shape[-1] is 0)")
 
 
-def _scatter(out: np.ndarray, indices, updates, op: str, policy: str, add: bool) -> np.ndarray:
-    """Write (or add, duplicates accumulating) `updates` into `out` in place, and return it."""
+def _scatter(out: np.ndarray, indices, updates, op: str, policy: str,
+             combine: np.ufunc | None) -> np.ndarray:
+    """Write `updates` into `out` in place (a later duplicate index wins), or combine them with
+    `combine` (np.add, np.subtract, np.fmin, np.fmax: duplicates accumulate), and return out."""
     indices = _indices(indices, f"{op}: indices")
     updates = np.asarray(updates)
     _check_scatter(indices, updates, out.shape, op)
@@ -182,10 +184,11 @@ def _scatter(out: np.ndarray, indices, updates, op: str, policy: str, add: bool)
     if bad.any():
         flat, rows = flat[~bad], rows[~bad]
     target = out.reshape((-1,) + out.shape[depth:])
-    if add:
-        np.add.at(target, flat, rows)
+    if combine is not None:
+        combine.at(target, flat, rows)
     else:
-        target[flat] = rows
+        positions, last = np.unique(flat[::-1], return_index=True)
+        target[positions] = rows[flat.size - 1 - last]
     return out
 
 
@@ -197,23 +200,60 @@ def scatter_nd(indices, updates, shape, *, bad_indices_policy: str = "",
     check(dims.ndim == 1 and bool((dims >= 0).all()), f"ScatterNd: shape must be a vector of "
           f"non-negative sizes, got {dims.tolist()}")
     base = np.full(tuple(dims.tolist()), b"" if updates.dtype.kind == "O" else 0, updates.dtype)
-    return (_scatter(base, indices, updates, "ScatterNd", bad_indices_policy, add=True),)
+    return (_scatter(base, indices, updates, "ScatterNd", bad_indices_policy, np.add),)
+
+
+def _tensor_scatter(op: str, tensor, indices, updates, policy: str,
+                    combine: np.ufunc | None) -> tuple[np.ndarray]:
+    base = np.array(tensor, copy=True, order="C")
+    return (_scatter(base, indices, updates, op, policy, combine),)
 
 
 @kernel("TensorScatterUpdate")
 def tensor_scatter_update(tensor, indices, updates, *, bad_indices_policy: str = "",
                           **_) -> tuple[np.ndarray]:
-    base = np.array(tensor, copy=True, order="C")
-    return (_scatter(base, indices, updates, "TensorScatterUpdate", bad_indices_policy,
-                     add=False),)
+    return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, bad_indices_policy,
+                           None)
 
 
 @kernel("TensorScatterAdd")
 def tensor_scatter_add(tensor, indices, updates, *, bad_indices_policy: str = "",
                        **_) -> tuple[np.ndarray]:
-    base = np.array(tensor, copy=True, order="C")
-    return (_scatter(base, indices, updates, "TensorScatterAdd", bad_indices_policy,
-                     add=True),)
+    return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, bad_indices_policy,
+                           np.add)
+
+
+@kernel("TensorScatterSub")
+def tensor_scatter_sub(tensor, indices, updates, *, bad_indices_policy: str = "",
+                       **_) -> tuple[np.ndarray]:
+    return _tensor_scatter("TensorScatterSub", tensor, indices, updates, bad_indices_policy,
+                           np.subtract)
+
+
+def _scatter_extremum(op: str, tensor, indices, updates, policy: str,
+                      combine: np.ufunc) -> tuple[np.ndarray]:
+    """TensorFlow updates an element with `update < element ? update : element` (`>` for
+    max): a NaN update never replaces an element and a NaN element is never replaced, which is
+    np.fmin (np.fmax) with the tensor's NaNs put back."""
+    (out,) = _tensor_scatter(op, tensor, indices, updates, policy, combine)
+    if out.dtype.kind in "fc":
+        was_nan = np.isnan(np.asarray(tensor))
+        out[was_nan] = np.asarray(tensor)[was_nan]
+    return (out,)
+
+
+@kernel("TensorScatterMin")
+def tensor_scatter_min(tensor, indices, updates, *, bad_indices_policy: str = "",
+                       **_) -> tuple[np.ndarray]:
+    return _scatter_extremum("TensorScatterMin", tensor, indices, updates, bad_indices_policy,
+                             np.fmin)
+
+
+@kernel("TensorScatterMax")
+def tensor_scatter_max(tensor, indices, updates, *, bad_indices_policy: str = "",
+                       **_) -> tuple[np.ndarray]:
+    return _scatter_extremum("TensorScatterMax", tensor, indices, updates, bad_indices_policy,
+                             np.fmax)
 
 
 # Encoding and searching -----------------------------------------------------------------------

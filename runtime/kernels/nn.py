@@ -722,3 +722,61 @@ def fused_batch_norm_v3(x: np.ndarray, scale: np.ndarray, offset: np.ndarray, me
     outputs = _batch_norm("FusedBatchNormV3", x, scale, offset, mean, variance, epsilon,
                           exponential_avg_factor, data_format, is_training)
     return outputs + (np.zeros((), scale.dtype),)
+
+
+# ---------------------------------------------------------------------------------------------
+# Local response normalization and max pooling with argmax
+
+
+@kernel("LRN")
+def lrn(input: np.ndarray, *, depth_radius: int = 5, bias: float = 1.0, alpha: float = 1.0,
+        beta: float = 0.5, **_) -> tuple[np.ndarray]:
+    """input / (bias + alpha * sqr_sum) ** beta, sqr_sum the sum of squares over the channels
+    within depth_radius of each channel (a difference of two cumulative sums)."""
+    _check_rank(input, 4, "input", "LRN")
+    check(depth_radius >= 0, f"LRN: depth_radius = {depth_radius} must be non-negative")
+    dtype = _compute_dtype(input.dtype)
+    x = input.astype(dtype, copy=False)
+    channels = x.shape[3]
+    sums = np.concatenate([np.zeros(x.shape[:3] + (1,), dtype), np.cumsum(x * x, axis=3)], 3)
+    top = np.minimum(np.arange(channels) + depth_radius + 1, channels)
+    bottom = np.maximum(np.arange(channels) - depth_radius, 0)
+    square_sum = sums[..., top] - sums[..., bottom]
+    scale = dtype.type(bias) + dtype.type(alpha) * square_sum
+    return ((x / scale ** dtype.type(beta)).astype(input.dtype, copy=False),)
+
+
+@kernel("MaxPoolWithArgmax")
+def max_pool_with_argmax(input: np.ndarray, *, ksize, strides, padding: str, Targmax=None,
+                         include_batch_in_index: bool = False,
+                         **_) -> tuple[np.ndarray, np.ndarray]:
+    """Each window's maximum and where it is, flattened as ((b * height + y) * width + x) *
+    channels + c (without the b term unless include_batch_in_index). As TensorFlow's CPU kernel
+    visits a window's input positions in order, the first position is always taken and a later
+    one only when strictly greater: ties keep the first, a NaN is kept only in first place."""
+    op = "MaxPoolWithArgmax"
+    spec = _pool_spec(op, tuple(ksize), tuple(strides), padding, (), "NHWC")
+    check(spec.depth == 1, f"{op}: pooling across depth is not supported")
+    _check_rank(input, 4, "input", op)
+    n, height, width, channels = input.shape
+    rows, cols = spec.conv.axes(height, width, spec.window)
+    index_type = np.dtype(np.int64) if Targmax is None else Targmax.numpy
+    shape = (n, rows.out, cols.out, channels)
+    if min(shape) == 0:
+        return np.zeros(shape, input.dtype), np.zeros(shape, index_type)
+    padded = _pad(input, rows, cols)
+    positions = np.arange(input.size, dtype=np.int64).reshape(input.shape)
+    if not include_batch_in_index:
+        positions = positions - (np.arange(n, dtype=np.int64) * (height * width * channels)
+                                 ).reshape(n, 1, 1, 1)
+    padded_positions = _pad(positions + 1, rows, cols)  # 0 marks padding
+    best = np.zeros(shape, input.dtype)
+    where = np.zeros(shape, np.int64)
+    for i in range(rows.window):
+        for j in range(cols.window):
+            value = _tap(padded, i, j, rows, cols)
+            at = _tap(padded_positions, i, j, rows, cols)
+            take = (at > 0) & ((where == 0) | (best < value))
+            best = np.where(take, value, best)
+            where = np.where(take, at, where)
+    return best, (where - 1).astype(index_type)

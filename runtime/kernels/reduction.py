@@ -242,6 +242,19 @@ def cumprod(x: Array, axis: Array, *, exclusive: bool = False, reverse: bool = F
     return _scan(np.multiply, x, axis, exclusive, reverse)
 
 
+@kernel("CumulativeLogsumexp")
+def cumulative_logsumexp(x: Array, axis: Array, *, exclusive: bool = False,
+                         reverse: bool = False, **_) -> tuple[Array]:
+    """log(cumsum(exp(x))) without overflow (np.logaddexp, whose identity -inf starts an
+    exclusive scan); float16 and bfloat16 accumulate in float32."""
+    x = np.asarray(x)
+    if x.dtype.kind != "f" and x.dtype not in HALF_TYPES:
+        raise KernelError(f"CumulativeLogsumexp: x must be a float tensor, got {x.dtype}")
+    if x.dtype not in HALF_TYPES:
+        return _scan(np.logaddexp, x, axis, exclusive, reverse)
+    return (_scan(np.logaddexp, widened(x), axis, exclusive, reverse)[0].astype(x.dtype),)
+
+
 @kernel("TopKV2")
 def top_k(input: Array, k, *, sorted: bool = True, index_type=None, **_) -> tuple[Array, Array]:
     """The k largest entries of each last-axis row, largest first, equal values in index
