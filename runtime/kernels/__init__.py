@@ -5,6 +5,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     checkpoint_ops,
     common,
     control_flow,
+    frames,
     gather,
     io,
     logging,
@@ -15,6 +16,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     random,
     reduction,
     strings,
+    tensor_array,
     tensor_list,
     variables,
 )
