@@ -14,13 +14,12 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
-from savedmodel.protos import graph_pb2, meta_graph_pb2, types_pb2
+from savedmodel.protos import graph_pb2, meta_graph_pb2, saved_model_pb2, types_pb2
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.limits import DEFAULT, Limits
-from savedmodel.runtime.loader import ENGINES, Model, log
 from savedmodel.runtime.protofiles import read_file, read_message
 
-TEXT_SUFFIXES = (".pbtxt", ".txt")
+TEXT_SUFFIXES = (".pbtxt",)
 GRAPH_SUFFIXES = (".pb", *TEXT_SUFFIXES)
 """File names `runtime.load` and the command line read as GraphDef files."""
 
@@ -57,9 +56,9 @@ def load_graph(path: str | Path, inputs: Iterable[str] | None = None, outputs: I
     docstring for its inputs and outputs). `engine` as for `runtime.load`: "auto" runs it on
     the native engine when that has every op it needs and reads the file (a binary GraphDef
     with the default signature), on the numpy engine otherwise."""
-    from savedmodel.runtime import loader, native
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    from savedmodel.runtime import loader, native  # the loader builds on this module
+    if engine not in loader.ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(loader.ENGINES)}; got {engine!r}")
     path = Path(path)
     default = inputs is None and outputs is None
     if engine == "native" or (engine == "auto" and default and path.suffix not in TEXT_SUFFIXES):
@@ -74,15 +73,29 @@ def load_graph(path: str | Path, inputs: Iterable[str] | None = None, outputs: I
         reason = ("the native engine reads binary GraphDef files with their default signature only")
     else:
         reason = "engine='numpy' was asked for"
-    log.info("%s: numpy engine: %s", path, reason)
-    graph = read_graph(path, limits)
-    meta_graph = meta_graph_pb2.MetaGraphDef(graph_def=graph)
-    meta_graph.signature_def[SIGNATURE].CopyFrom(graph_signature(graph, str(path), inputs, outputs))
-    model = Model(path.parent, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
+    loader.log.info("%s: numpy engine: %s", path, reason)
+    meta_graph = graph_meta_graph(read_graph(path, limits), str(path), inputs, outputs)
+    model = loader.Model(path.parent, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
                   limits=limits)
     model.export_dir = path
     model.engine_reason = reason
     return model
+
+
+def graph_meta_graph(graph: graph_pb2.GraphDef, where: str, inputs: Iterable[str] | None = None,
+                     outputs: Iterable[str] | None = None) -> meta_graph_pb2.MetaGraphDef:
+    """A GraphDef as a MetaGraphDef tagged `serve` with its `serving_default` signature."""
+    meta_graph = meta_graph_pb2.MetaGraphDef(graph_def=graph)
+    meta_graph.meta_info_def.tags.append("serve")
+    meta_graph.signature_def[SIGNATURE].CopyFrom(graph_signature(graph, where, inputs, outputs))
+    return meta_graph
+
+
+def as_saved_model(path: str | Path, limits: Limits = DEFAULT) -> saved_model_pb2.SavedModel:
+    """A GraphDef file as a SavedModel of one MetaGraphDef (see `graph_meta_graph`), which is
+    how the inspection commands (show, graph, ops, diff) read it."""
+    graph = read_graph(path, limits)
+    return saved_model_pb2.SavedModel(meta_graphs=[graph_meta_graph(graph, str(path))])
 
 
 def graph_signature(graph: graph_pb2.GraphDef, where: str, inputs: Iterable[str] | None = None,
