@@ -80,6 +80,24 @@ def test_tf1_saved_model_with_dynamic_rnn_and_ref_variable_in_a_loop():
     assert again["count"] == first["count"] + feeds["lengths"].max()
 
 
+REF_FORMS = {"Switch": "RefSwitch", "Merge": "RefMerge", "Enter": "RefEnter", "Exit": "RefExit",
+             "NextIteration": "RefNextIteration"}
+
+
+@pytest.mark.parametrize("name, run", [("cond_in_while.pbtxt", "seven"), ("while_in_cond.pbtxt", "loop"),
+                                       ("nested_while.pbtxt", "three")])
+def test_the_ref_forms_route_values_as_the_plain_ones(name, run, tmp_path):
+    """The same graphs with every Switch, Merge, Enter, Exit and NextIteration in its Ref form
+    (what TensorFlow 1 builds around reference variables)."""
+    graph = read_graph(DATA / "tf1" / name)
+    for node in graph.node:
+        node.op = REF_FORMS.get(node.op, node.op)
+    path = tmp_path / "refs.pb"
+    path.write_bytes(graph.SerializeToString())
+    feeds, expected, _ = _runs(DATA / "tf1" / name)[run]
+    assert_matches(load_graph(path, engine="numpy").signatures["serving_default"](**feeds), expected, name)
+
+
 def test_a_fetch_on_the_untaken_branch_is_an_error_naming_it():
     model = load_graph(DATA / "tf1" / "control_trigger.pbtxt", outputs=["Switch:1"], engine="numpy")
     assert model.signatures["serving_default"](x=np.float32(2), p=np.bool_(True))["Switch:1"] == 2
