@@ -13,7 +13,10 @@ a tag, once all its inputs for that tag have arrived.
 - Enter moves a value into a child frame (named by its `frame_name`, one instance per parent
   frame and iteration), iteration 0; with `is_constant` the value is a loop invariant, there in
   every iteration of that frame. NextIteration moves a value to the next iteration, Exit to
-  the parent frame. A dead NextIteration or Exit stops there.
+  the parent frame. A dead NextIteration stops there; a dead Exit of a frame's last iteration
+  reaches the parent frame once the frame is done (all its Enters have run and nothing in it
+  is left to run). A Merge fed a dead Enter is dead, so a loop on the untaken branch of a
+  conditional runs one dead iteration and its Exits are dead.
 Iterations run one at a time, in order, so `parallel_iterations` changes nothing but memory.
 A fetched value that never arrives at the top level (dead, or on a path that never ran) is an
 error, as TensorFlow's Session reports it.
@@ -23,6 +26,7 @@ Graphs without these ops never come here: they run as one generated straight-lin
 """
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -74,6 +78,8 @@ class FrameNode:
     control_consumers: list[int] = field(default_factory=list)
     value: tuple | None = None
     """A Const's outputs, known when compiling."""
+    enter_inputs: frozenset[int] = frozenset()
+    """A Merge's input positions fed by an Enter: a dead value there makes the Merge dead."""
     arrivals: tuple[int, int] = (0, 0)
     """A Merge's inputs that can arrive in iteration 0 and in later ones (in a loop, Enter
     feeds it in the first and NextIteration in the others), so that its state for a tag is
@@ -88,6 +94,9 @@ class FrameGraph:
     where: str
     nodes: tuple[FrameNode, ...]
     sources: tuple[int, ...]
+    enters: dict[str, int]
+    """How many Enter nodes feed each frame (by name): an instance is done only once they all
+    have run."""
     feeds: tuple[tuple[int, int], ...]
     fetches: tuple[tuple[int, int], ...]
 
@@ -106,13 +115,16 @@ class _Pending:
 
 
 class _Frame:
-    """One instance of a frame: its loop invariants and how many iterations it has started."""
+    """One instance of a frame: its loop invariants, how many iterations it has started, how
+    many of its Enters have run, and its dead Exits (node, iteration) not passed on yet."""
 
-    __slots__ = ("invariants", "iterations")
+    __slots__ = ("invariants", "iterations", "entered", "dead_exits")
 
     def __init__(self):
         self.invariants: list[tuple[FrameNode, tuple]] = []
         self.iterations = 1
+        self.entered = 0
+        self.dead_exits: list[tuple[FrameNode, int]] = []
 
 
 class FrameRun:
@@ -142,9 +154,12 @@ class FrameRun:
                 self.emit(node, root, node.value)
             else:
                 self.ready.append((node, root, [], False))
-        while self.ready:
-            node, tag, inputs, dead = self.ready.pop()
-            self.execute(node, tag, inputs, dead)
+        while True:
+            while self.ready:
+                node, tag, inputs, dead = self.ready.pop()
+                self.execute(node, tag, inputs, dead)
+            if not self.pass_dead_exits():
+                break
         return tuple(self.fetch(index, output) for index, output in self.graph.fetches)
 
     def fetch(self, index: int, output: int):
@@ -169,7 +184,9 @@ class FrameRun:
         elif kind == "enter":
             self.enter(node, tag, outputs)
         elif outputs is None:
-            return  # a dead Exit or NextIteration stops the deadness there
+            if kind == "exit" and tag[0] is not ROOT:
+                self.frames[tag[0]].dead_exits.append((node, tag[1]))
+            return  # a dead NextIteration stops the deadness there
         elif kind == "exit":
             frame = tag[0]
             if frame is ROOT:
@@ -202,6 +219,7 @@ class FrameRun:
         frame = self.frames.get(instance)
         if frame is None:
             frame = self.frames[instance] = _Frame()
+        frame.entered += 1
         if node.is_constant:
             frame.invariants.append((node, outputs))
             for iteration in range(frame.iterations):
@@ -220,6 +238,20 @@ class FrameRun:
             for invariant, values in frame.invariants:
                 self.emit(invariant, following, values)
         self.emit(node, following, outputs)
+
+    def pass_dead_exits(self) -> bool:
+        """With nothing left to run: send the dead Exits of each done frame's last iteration to
+        its parent frame (as TensorFlow does when it deletes the frame); whether any went."""
+        passed = False
+        for instance, frame in self.frames.items():
+            if frame.dead_exits and frame.entered == self.graph.enters.get(instance[1], 0):
+                last = frame.iterations - 1
+                for node, iteration in frame.dead_exits:
+                    if iteration == last:
+                        self.emit(node, instance[0], None)
+                        passed = True
+                frame.dead_exits = []
+        return passed
 
     def emit(self, node: FrameNode, tag: tuple, outputs: tuple | None) -> None:
         """Send a node's outputs (None: the node is dead) along its edges, for `tag`."""
@@ -269,6 +301,8 @@ class FrameRun:
             state.controls -= 1
         elif value is DEAD:
             state.dead += 1
+            if position in node.enter_inputs:  # a loop on the untaken branch of a conditional
+                state.dead = node.data_count
         elif all(v is DEAD for v in state.inputs):
             state.inputs[position] = value
         live = any(v is not DEAD for v in state.inputs)
@@ -325,9 +359,12 @@ def _frame_graph(spec, names: list[str], fed: set[str], feeds: list, fetches: li
     for node in frame_nodes:
         if node.kind == "merge":
             node.arrivals = _merge_arrivals(spec.nodes[node.name], frame_nodes, slots)
+            node.enter_inputs = frozenset(position for position, (producer, _) in enumerate(spec.nodes[node.name].data)
+                                          if frame_nodes[slots[producer]].kind == "enter")
     sources = tuple(i for i, name in enumerate(names) if name not in fed
                     and not spec.nodes[name].data and not spec.nodes[name].control)
-    return FrameGraph(spec.where, tuple(frame_nodes), sources,
+    enters = collections.Counter(node.frame_name for node in frame_nodes if node.kind == "enter")
+    return FrameGraph(spec.where, tuple(frame_nodes), sources, dict(enters),
                       tuple((slots[n], k) for n, k in feeds), tuple((slots[n], k) for n, k in fetches))
 
 

@@ -14,6 +14,7 @@ from conftest import DATA
 from savedmodel.runtime import load, load_graph, time_limit
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.executor import NodeError
+from savedmodel.runtime import frames
 from savedmodel.runtime.frames import DEAD
 from savedmodel.runtime.graph_file import read_graph
 from savedmodel.runtime.kernels import frames as frame_kernels
@@ -96,6 +97,26 @@ def test_the_ref_forms_route_values_as_the_plain_ones(name, run, tmp_path):
     path.write_bytes(graph.SerializeToString())
     feeds, expected, _ = _runs(DATA / "tf1" / name)[run]
     assert_matches(load_graph(path, engine="numpy").signatures["serving_default"](**feeds), expected, name)
+
+
+def test_a_loop_on_the_untaken_branch_runs_one_dead_iteration_and_its_exits_are_dead(monkeypatch):
+    """As in TensorFlow: the Merge fed a dead Enter is dead, so is everything after it, and the
+    frame's dead Exits reach the enclosing frame once it is done."""
+    ran = []
+    execute = frames.FrameRun.execute
+
+    def recording(self, node, tag, inputs, dead):
+        ran.append((node.name, dead))
+        return execute(self, node, tag, inputs, dead)
+
+    monkeypatch.setattr(frames.FrameRun, "execute", recording)
+    model = load_graph(DATA / "tf1" / "while_in_cond.pbtxt", outputs=["y", "cond/while/Exit_1"], engine="numpy")
+    assert model.signatures["serving_default"](x=np.float32(2), p=np.bool_(True))["cond/while/Exit_1"] == 16
+    ran.clear()
+    with pytest.raises(NodeError, match="'cond/while/Exit_1:0' has no value"):
+        model.signatures["serving_default"](x=np.float32(2), p=np.bool_(False))
+    assert {"cond/while/Merge_1", "cond/while/NextIteration_1", "cond/while/Exit_1"} <= {n for n, dead in ran if dead}
+    assert ("cond/Merge", False) in ran
 
 
 def test_a_fetch_on_the_untaken_branch_is_an_error_naming_it():
