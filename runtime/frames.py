@@ -163,11 +163,13 @@ class FrameRun:
         return tuple(self.fetch(index, output) for index, output in self.graph.fetches)
 
     def fetch(self, index: int, output: int):
-        value = self.results.get((index, output), DEAD)
-        if value is DEAD:
+        value = self.results.get((index, output))
+        if value is None or value is DEAD:
+            why = ("it depends on an untaken branch of a conditional (a dead output of a Switch)"
+                   if value is DEAD else "it never ran at the top level (inside a loop, or after one "
+                                         "that never finished)")
             raise NodeError(f"{self.graph.where}: tensor '{self.graph.nodes[index].name}:{output}' "
-                                  "has no value: it depends on an untaken branch of a conditional "
-                                  "(a dead output of a Switch)")
+                            f"has no value: {why}")
         return value
 
     def execute(self, node: FrameNode, tag: tuple, inputs: list, dead: bool) -> None:
@@ -255,9 +257,11 @@ class FrameRun:
 
     def emit(self, node: FrameNode, tag: tuple, outputs: tuple | None) -> None:
         """Send a node's outputs (None: the node is dead) along its edges, for `tag`."""
-        if tag[0] is ROOT and node.index in self.fetched and outputs is not None:
-            for output, value in enumerate(outputs):
-                self.results[(node.index, output)] = value
+        if tag[0] is ROOT and node.index in self.fetched:
+            for index, output in self.graph.fetches:
+                if index == node.index:
+                    dead = outputs is None or output >= len(outputs)
+                    self.results[(index, output)] = DEAD if dead else outputs[output]
         nodes = self.graph.nodes
         for output, consumer, position in node.consumers:
             value = DEAD if outputs is None or output >= len(outputs) else outputs[output]

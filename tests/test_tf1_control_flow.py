@@ -126,6 +126,12 @@ def test_a_fetch_on_the_untaken_branch_is_an_error_naming_it():
         model.signatures["serving_default"](x=np.float32(2), p=np.bool_(False))
 
 
+def test_a_fetch_inside_a_loop_is_an_error_naming_it():
+    model = load_graph(DATA / "tf1" / "while_counter.pb", outputs=["while/Identity"], engine="numpy")
+    with pytest.raises(NodeError, match=r"'while/Identity:0' has no value: it never ran at the top level"):
+        model.signatures["serving_default"](n=np.int32(3))
+
+
 def test_a_failure_inside_a_loop_names_the_node_frame_and_iteration(tmp_path):
     """tensor_array_loop with x's shape left open: rows of 5 do not fit the [2] elements of the
     TensorArray the loop writes."""
