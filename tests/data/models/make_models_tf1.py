@@ -248,6 +248,25 @@ def tensor_array_errors():
     return {"inside": {"x": x0, "i": np.int32(2)}, "outside": {"x": x0, "i": np.int32(3)}}
 
 
+def tensor_array_rules():
+    """TensorArray rules TensorFlow enforces when it runs: an index written twice is an error
+    (j == i), an unwritten index of a known element shape reads as zeros, and writes to a
+    gradient array (TensorArrayGradV3) add up."""
+    x = v1.placeholder(tf.float32, [2], name="x")
+    i = v1.placeholder(tf.int32, [], name="i")
+    j = v1.placeholder(tf.int32, [], name="j")
+    ta = tf.TensorArray(tf.float32, size=4, element_shape=[2], clear_after_read=False)
+    ta = ta.write(i, x).write(j, x * 2.0)
+    tf.identity(ta.stack(), name="stacked")
+    grad = ta.grad("gradients", flow=ta.flow)
+    grad = grad.write(1, x).write(1, x * 10.0)
+    tf.identity(grad.read(1), name="summed")
+    x0 = np.array([1.0, -2.0], np.float32)
+    return {"apart": {"x": x0, "i": np.int32(0), "j": np.int32(2)},
+            "twice": {"x": x0, "i": np.int32(1), "j": np.int32(1)},
+            "past_end": {"x": x0, "i": np.int32(0), "j": np.int32(4)}}
+
+
 def control_trigger():
     """A Merge of a Switch's two outputs, and a ControlTrigger, which runs even when its control
     input is dead (the untaken side of the Switch) and so lets what waits for it run."""
@@ -266,7 +285,8 @@ def control_trigger():
 
 CASES = {"cond_basic": ".pbtxt", "while_counter": ".pb", "nested_while": ".pbtxt",
          "nested_while_serial": ".pb", "cond_in_while": ".pbtxt", "while_in_cond": ".pbtxt",
-         "tensor_array_loop": ".pbtxt", "tensor_array_errors": ".pb", "control_trigger": ".pbtxt"}
+         "tensor_array_loop": ".pbtxt", "tensor_array_errors": ".pb", "tensor_array_rules": ".pbtxt",
+         "control_trigger": ".pbtxt"}
 
 
 def make_graphs() -> None:
