@@ -126,7 +126,8 @@ def make_saved_model() -> None:
             with tf.control_dependencies([v1.assign_add(counter, 1.0)]):
                 return i + 1, last + tf.reduce_sum(tf.gather(outputs, i, axis=1))
 
-        _, summed = tf.while_loop(lambda i, last: i < tf.reduce_max(lengths), body,
+        steps = tf.minimum(tf.reduce_max(lengths), tf.shape(x)[1])  # any lengths a caller feeds
+        _, summed = tf.while_loop(lambda i, last: i < steps, body,
                                   [tf.constant(0), tf.constant(0.0)])
         with tf.control_dependencies([summed]):
             count = tf.identity(counter.read_value(), name="count")
