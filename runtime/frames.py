@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from savedmodel.runtime import deadline
 from savedmodel.runtime.errors import SavedModelError
 from savedmodel.runtime.executor import LIMIT_ERRORS, NodeError
-from savedmodel.runtime.plan import FRAME_OPS, Plan, _attrs, _constant, _needed, _step, is_stateful
+from savedmodel.runtime.plan import FRAME_OPS, Plan, Step, _attrs, _constant, _needed, _step, is_stateful
 
 
 class _Dead:
@@ -68,7 +68,8 @@ class FrameNode:
     name: str
     op: str
     kind: str
-    step: object
+    step: Step | None
+    """None for Consts and fed nodes, which run no kernel."""
     data_count: int
     control_count: int
     frame_name: str = ""
@@ -362,9 +363,7 @@ def _frame_graph(spec, names: list[str], fed: set[str], feeds: list, fetches: li
             frame_nodes[slots[producer]].control_consumers.append(index)
     for node in frame_nodes:
         if node.kind == "merge":
-            node.arrivals = _merge_arrivals(spec.nodes[node.name], frame_nodes, slots)
-            node.enter_inputs = frozenset(position for position, (producer, _) in enumerate(spec.nodes[node.name].data)
-                                          if frame_nodes[slots[producer]].kind == "enter")
+            _merge_inputs(node, spec.nodes[node.name], frame_nodes, slots)
     sources = tuple(i for i, name in enumerate(names) if name not in fed
                     and not spec.nodes[name].data and not spec.nodes[name].control)
     enters = collections.Counter(node.frame_name for node in frame_nodes if node.kind == "enter")
@@ -372,11 +371,14 @@ def _frame_graph(spec, names: list[str], fed: set[str], feeds: list, fetches: li
                       tuple((slots[n], k) for n, k in feeds), tuple((slots[n], k) for n, k in fetches))
 
 
-def _merge_arrivals(merge, frame_nodes: list[FrameNode], slots: dict) -> tuple[int, int]:
+def _merge_inputs(made: FrameNode, merge, frame_nodes: list[FrameNode], slots: dict) -> None:
+    """What feeds a Merge: which inputs can arrive in iteration 0 and in later ones
+    (FrameNode.arrivals), and which come from an Enter (FrameNode.enter_inputs)."""
     kinds = [frame_nodes[slots[producer]].kind for producer, _ in merge.data]
     controls = len(merge.control)
-    return (controls + sum(kind != "next" for kind in kinds),
-            controls + sum(kind != "enter" for kind in kinds))
+    made.arrivals = (controls + sum(kind != "next" for kind in kinds),
+                     controls + sum(kind != "enter" for kind in kinds))
+    made.enter_inputs = frozenset(position for position, kind in enumerate(kinds) if kind == "enter")
 
 
 def _frame_node(spec, node, index: int, fed: bool, slots: dict) -> FrameNode:

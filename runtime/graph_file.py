@@ -60,23 +60,23 @@ def load_graph(path: str | Path, inputs: Iterable[str] | None = None, outputs: I
     if engine not in loader.ENGINES:
         raise ValueError(f"engine must be one of {', '.join(loader.ENGINES)}; got {engine!r}")
     path = Path(path)
-    default = inputs is None and outputs is None
-    if engine == "native" or (engine == "auto" and default and path.suffix not in TEXT_SUFFIXES):
-        if engine == "native" and (not default or path.suffix in TEXT_SUFFIXES):
+    native_can = inputs is None and outputs is None and path.suffix not in TEXT_SUFFIXES
+    if engine == "native":
+        if not native_can:
             raise ValueError("the native engine loads binary GraphDef files with their default signature only")
-        if engine == "native":
-            return native.load_native(path, allow_file_access=allow_file_access, output_dir=output_dir)
+        return native.load_native(path, allow_file_access=allow_file_access, output_dir=output_dir)
+    reason = "engine='numpy' was asked for"
+    if engine == "auto" and not native_can:
+        reason = "the native engine reads binary GraphDef files with their default signature only"
+    elif engine == "auto":
         model, reason = loader._try_native(path, (), allow_file_access, output_dir, limits)
         if model is not None:
+            loader.log.info("%s: native engine: %s", path, model.engine_reason)
             return model
-    elif engine == "auto":
-        reason = ("the native engine reads binary GraphDef files with their default signature only")
-    else:
-        reason = "engine='numpy' was asked for"
     loader.log.info("%s: numpy engine: %s", path, reason)
     meta_graph = graph_meta_graph(read_graph(path, limits), str(path), inputs, outputs)
     model = loader.Model(path.parent, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
-                  limits=limits)
+                         limits=limits)
     model.export_dir = path
     model.engine_reason = reason
     return model
