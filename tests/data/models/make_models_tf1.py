@@ -268,6 +268,22 @@ def tensor_array_rules():
             "past_end": {"x": x0, "i": np.int32(0), "j": np.int32(4)}}
 
 
+def tensor_array_edges():
+    """Empty TensorArrays stacked and concatenated (their element shape gives the result's), and
+    a split into as many pieces as the array's size, which TensorFlow requires (k == 2)."""
+    x = v1.placeholder(tf.float32, [None], name="x")
+    k = v1.placeholder(tf.int32, [], name="k")
+    empty = tf.TensorArray(tf.float32, size=0, element_shape=[2], clear_after_read=False)
+    tf.identity(empty.stack(), name="stacked")
+    tf.identity(empty.concat(), name="concatenated")
+    pieces = tf.TensorArray(tf.float32, size=k, infer_shape=False, clear_after_read=False)
+    pieces = pieces.split(x, tf.stack([1, tf.size(x) - 1]))
+    tf.identity(pieces.read(1), name="rest")
+    tf.identity(pieces.size(), name="count")
+    x0 = np.array([3.0, 1.0, 4.0, 1.5], np.float32)
+    return {"fits": {"x": x0, "k": np.int32(2)}, "too_many": {"x": x0, "k": np.int32(3)}}
+
+
 def control_trigger():
     """A Merge of a Switch's two outputs, and a ControlTrigger, which runs even when its control
     input is dead (the untaken side of the Switch) and so lets what waits for it run."""
@@ -287,6 +303,7 @@ def control_trigger():
 CASES = {"cond_basic": ".pbtxt", "while_counter": ".pb", "nested_while": ".pbtxt",
          "nested_while_serial": ".pb", "cond_in_while": ".pbtxt", "while_in_cond": ".pbtxt",
          "tensor_array_loop": ".pbtxt", "tensor_array_errors": ".pb", "tensor_array_rules": ".pbtxt",
+         "tensor_array_edges": ".pbtxt",
          "control_trigger": ".pbtxt"}
 
 
