@@ -32,7 +32,7 @@ from savedmodel.views.select import choose_meta_graph, select
 @reports_errors
 def graph(export_dir: Path, tags: str | None, signature: str | None, function: str | None,
           whole_graph: bool, fmt: str, expand: bool, all_attrs: bool, output: Path | None) -> None:
-    """Show the graph of the SavedModel in EXPORT_DIR.
+    """Show the graph of the SavedModel in EXPORT_DIR (or of a GraphDef file, .pb or .pbtxt).
 
     Without options: the serving_default signature as text, or the whole graph when the model
     has no serving_default.

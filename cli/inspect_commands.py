@@ -12,7 +12,8 @@ from savedmodel.cli.show import size_text
 from savedmodel.describe import checkpoint_tensor, describe_checkpoint, describe_ops, diff_models
 from savedmodel.runtime.saved_model_file import format_tags
 
-_DIR = click.Path(file_okay=False, path_type=Path)
+_DIR = click.Path(path_type=Path)
+"""A SavedModel directory or a GraphDef file (.pb, .pbtxt)."""
 
 
 @click.command()

@@ -15,7 +15,8 @@ from savedmodel.runtime import Limits, load, time_limit
 from savedmodel.runtime.loader import ENGINES
 from savedmodel.runtime.atomic_files import write_file
 
-_DIR = click.Path(file_okay=False, path_type=Path)
+_DIR = click.Path(path_type=Path)
+"""A SavedModel directory or a GraphDef file (.pb, .pbtxt)."""
 
 
 def _tags(text: str) -> set[str]:
@@ -70,7 +71,8 @@ def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
 def run(export_dir: Path, signature: str, tags: str, inputs: str | None, input_exprs: str | None,
         outdir: Path | None, overwrite: bool, engine: str, allow_file_access: bool, timeout: float | None,
         limits: tuple[str, ...]) -> None:
-    """Run one signature of the SavedModel in EXPORT_DIR on our runtime (--engine picks the
+    """Run one signature of the SavedModel in EXPORT_DIR (or of a GraphDef file, .pb or .pbtxt,
+    whose serving_default signature takes its placeholders) on our runtime (--engine picks the
     native or the numpy engine)."""
     feeds = _given_feeds(inputs, input_exprs)
     with time_limit(timeout):

@@ -20,7 +20,7 @@ from savedmodel.runtime.saved_model_file import format_tags
 
 
 @click.command()
-@click.argument("export_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("export_dir", type=click.Path(path_type=Path))
 @click.option("--tag-set", "--tag_set", "tags", metavar="TAGS",
               help="Comma-separated tag-set of the MetaGraphDef to show, e.g. 'serve'.")
 @click.option("--signature-def", "--signature_def", "signature", metavar="KEY",
@@ -35,7 +35,8 @@ from savedmodel.runtime.saved_model_file import format_tags
 @reports_errors
 def show(export_dir: Path, tags: str | None, signature: str | None, show_all: bool,
          list_ops: bool, as_json: bool, engine: str) -> None:
-    """Show the tag-sets, signatures, functions, variables and ops of the SavedModel in EXPORT_DIR.
+    """Show the tag-sets, signatures, functions, variables and ops of the SavedModel in EXPORT_DIR
+    (or of a GraphDef file, .pb or .pbtxt: one tag-set, 'serve', with a serving_default signature).
 
     Without options, lists the tag-sets; with --tag-set, the SignatureDef keys of that
     MetaGraphDef; with --tag-set and --signature-def, one signature's inputs and outputs.

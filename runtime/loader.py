@@ -78,8 +78,13 @@ def load(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file
     `output_dir` only; `allow_file_access=True` lets them (and assets) use any file, as
     TensorFlow does. `limits` bounds what its files may make the numpy engine read, allocate or
     nest (see runtime.limits). `engine` picks the engine (see ENGINES); the model's `engine`
-    attribute says which one runs it and `engine_reason` why, which "auto" also logs."""
+    attribute says which one runs it and `engine_reason` why, which "auto" also logs. A GraphDef
+    file (`.pb`, `.pbtxt`) loads as `runtime.graph_file.load_graph` loads it."""
     from savedmodel.runtime import native  # native builds on this module's classes
+    from savedmodel.runtime.graph_file import is_graph_file, load_graph
+    if is_graph_file(export_dir):
+        return load_graph(export_dir, engine=engine, allow_file_access=allow_file_access,
+                          output_dir=output_dir, limits=limits)
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
     reason = "engine='numpy' was asked for"

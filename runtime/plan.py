@@ -33,6 +33,10 @@ from savedmodel.runtime.straight_line import Layout, PlanFunction, compile_plan_
 Ref = tuple[str, int]
 """A node output: (node name, flat output index)."""
 
+FRAME_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
+                       "RefExit", "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"})
+"""TensorFlow 1 control flow: a graph that needs one of these runs in runtime.frames."""
+
 PASS_THROUGH_OPS = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"})
 """Ops whose outputs are their inputs: the plan reads their inputs instead of running them."""
 
@@ -136,9 +140,12 @@ class Plan:
     the fetches."""
     straight_line: PlanFunction = None
     """`straight_line(feeds, ctx, rest)`: the plan as one generated function
-    (runtime.straight_line), what the executor calls."""
+    (runtime.straight_line), what the executor calls; given instead for a graph with TensorFlow
+    1 control flow, which runtime.frames runs (and which has no steps)."""
 
     def __post_init__(self):
+        if self.straight_line is not None:
+            return
         layout = Layout(self.initial, self.feeds, self.fetches, self.whole_feeds, self.takes_rest,
                         self.returns_slots)
         object.__setattr__(self, "straight_line",
@@ -243,6 +250,11 @@ def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
     for ref in feeds + fetches:
         if ref[0] in spec.nodes:  # unknown names are reported with the walk below
             check_ref(spec, ref, spec.where)
+    if any(node.op in FRAME_OPS for node in spec.nodes.values()):
+        from savedmodel.runtime.frames import frame_plan
+        plan = frame_plan(spec, feeds, fetches, targets, keep_stateful)
+        if plan is not None:
+            return plan
     fed = {name for name, _ in feeds}
     try:
         nodes, fetches, targets = simplify(spec, fed, fetches, targets)
@@ -394,8 +406,7 @@ def _ordered(where: str, nodes: dict[str, GraphNode], needed: set[str], fed: set
         ready.sort(key=position.__getitem__)
     if len(order) != len(needed):
         stuck = sorted(set(needed) - set(order), key=position.__getitem__)[:5]
-        raise GraphError(f"{where}: the graph has a cycle through {stuck}; TensorFlow 1 "
-                         "control flow (Switch/Merge/NextIteration) is not supported")
+        raise GraphError(f"{where}: the graph has a cycle through {stuck}")
     return order
 
 

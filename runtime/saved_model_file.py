@@ -12,6 +12,7 @@ from google.protobuf import text_format
 
 from savedmodel.protos import meta_graph_pb2, saved_model_pb2, types_pb2
 from savedmodel.runtime.errors import FileFormatError
+from savedmodel.runtime.graph_file import as_saved_model, is_graph_file
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.protofiles import read_file, read_message
 from savedmodel.runtime.tensor_proto import shape_from_proto
@@ -24,8 +25,12 @@ def read_saved_model(export_dir: str | Path, limits: Limits = DEFAULT) -> saved_
     """The SavedModel message of `export_dir` (binary `saved_model.pb`, else `.pbtxt`).
 
     Whatever stands at either name is read (and must be a regular file within `limits`), so
-    that a FIFO or device there is an error rather than "not a SavedModel directory"."""
+    that a FIFO or device there is an error rather than "not a SavedModel directory". A GraphDef
+    file (`.pb`, `.pbtxt`) reads as a SavedModel of its one MetaGraphDef tagged `serve`, with
+    the `serving_default` signature runtime.graph_file gives it."""
     export_dir = Path(export_dir)
+    if is_graph_file(export_dir):
+        return as_saved_model(export_dir, limits)
     if not export_dir.is_dir():
         raise FileFormatError(f"{export_dir}: not a directory")
     binary, text = export_dir / SAVED_MODEL_PB, export_dir / SAVED_MODEL_PBTXT

@@ -10,6 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from savedmodel.runtime import load
+from savedmodel.runtime.graph_file import SIGNATURE as GRAPH_SIGNATURE
+from savedmodel.runtime.graph_file import is_graph_file
+from savedmodel.runtime.loader import UnknownSignatureError
+from savedmodel.runtime.saved_model_file import read_saved_model
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.dtypes import from_name
 
@@ -54,9 +58,27 @@ def import_tensorflow():
 
 
 def run_tensorflow(tf, export_dir: Path, signature: str, feeds: dict) -> dict[str, np.ndarray]:
+    if is_graph_file(export_dir):
+        return _run_tensorflow_graph(tf, Path(export_dir), signature, feeds)
     loaded = tf.saved_model.load(str(export_dir))
     outputs = loaded.signatures[signature](**{k: tf.constant(v) for k, v in feeds.items()})
     return {k: v.numpy() for k, v in outputs.items()}
+
+
+def _run_tensorflow_graph(tf, path: Path, signature: str, feeds: dict) -> dict[str, np.ndarray]:
+    """A GraphDef file's signature (runtime.graph_file) run by a TensorFlow 1 Session."""
+    model = read_saved_model(path)
+    found = model.meta_graphs[0].signature_def.get(signature)
+    if found is None:
+        raise UnknownSignatureError(f"no signature {signature!r}; available: {GRAPH_SIGNATURE}")
+    graph_def = tf.compat.v1.GraphDef.FromString(model.meta_graphs[0].graph_def.SerializeToString())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    with tf.compat.v1.Session(graph=graph) as session:
+        values = session.run({k: v.name for k, v in found.outputs.items()},
+                             {found.inputs[k].name: v for k, v in feeds.items()})
+    return {k: np.asarray(v) for k, v in values.items()}
 
 
 def differences(ours: dict, theirs: dict, atol: float, rtol: float) -> list[OutputDifference]:

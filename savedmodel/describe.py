@@ -37,7 +37,7 @@ def describe_model(export_dir: str | Path, engine: str = "numpy") -> dict:
     export_dir = Path(export_dir)
     model = read_saved_model(export_dir)
     variables = _variables(export_dir)
-    where = str(export_dir / "saved_model.pb")
+    where = str(export_dir if export_dir.is_file() else export_dir / "saved_model.pb")
     return {"schema": SHOW_SCHEMA, "path": str(export_dir),
             "meta_graphs": [_meta_graph(m, variables, where, engine) for m in model.meta_graphs]}
 

@@ -20,17 +20,19 @@ EXTRA_MODELS = sorted(p for p in (DATA / "models").iterdir() if p.is_dir())
 """TensorFlow-written SavedModels beyond the reference corpus (tests/data/models/make_models.py)."""
 
 
-def _numpy_only() -> dict[str, list[str]]:
+def _numpy_only(listing: Path) -> dict[str, list[str]]:
     entries = {}
-    for line in (DATA / "models" / "numpy_only.txt").read_text().splitlines():
+    for line in listing.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, ops = line.split(":", 1)
             entries[name.strip()] = sorted(op.strip() for op in ops.split(","))
     return entries
 
 
-NUMPY_ONLY = _numpy_only()
+NUMPY_ONLY = _numpy_only(DATA / "models" / "numpy_only.txt")
 """Models the native engine cannot run yet -> the op types it lacks (tests/data/models/numpy_only.txt)."""
+FROZEN_NUMPY_ONLY = _numpy_only(DATA / "frozen" / "numpy_only.txt")
+"""The same for the GraphDef files of tests/data/frozen (by file stem)."""
 GRAPHS = sorted((REFERENCE / "graphs").glob("*.pbtxt"))
 CHECKPOINTS = REFERENCE / "checkpoints"
 CHECKPOINT_PREFIXES = [CHECKPOINTS / "single" / "ckpt", CHECKPOINTS / "sharded" / "ckpt",

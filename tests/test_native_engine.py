@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import DATA, EXTRA_MODELS, NUMPY_ONLY, SAVEDMODELS
+from conftest import DATA, EXTRA_MODELS, FROZEN_NUMPY_ONLY, NUMPY_ONLY, SAVEDMODELS
 from savedmodel.compare import random_feeds
 from savedmodel.runtime import load, native
 from savedmodel.runtime.feeds import FeedError
@@ -28,7 +28,7 @@ needs_native = pytest.mark.skipif(not native.available() and not REQUIRED,
                                   reason="the native engine is not built in this installation")
 pytestmark = needs_native
 
-FROZEN = sorted((DATA / "frozen").glob("*.pb"))
+FROZEN = sorted(p for p in (DATA / "frozen").glob("*.pb") if p.stem not in FROZEN_NUMPY_ONLY)
 ALL_MODELS = [p for p in SAVEDMODELS + EXTRA_MODELS if p.name not in NUMPY_ONLY]
 """The models the native engine runs (all but those tests/data/models/numpy_only.txt lists)."""
 NATIVE_CASES = [case for case in _signature_cases() if case.values[0].name not in NUMPY_ONLY]
@@ -71,6 +71,18 @@ def test_frozen_graph_gives_tensorflows_outputs(path):
     feeds, expected = _frozen_io(path)
     outputs = load(path, engine="native").signatures["serving_default"](**feeds)
     assert_matches(outputs, expected, path.name)
+
+
+@pytest.mark.parametrize("name", sorted(FROZEN_NUMPY_ONLY))
+def test_frozen_graphs_with_ops_the_native_engine_lacks_name_them_and_run_on_numpy(name):
+    path = DATA / "frozen" / f"{name}.pb"
+    with pytest.raises(native.NativeUnsupportedError) as caught:
+        load(path, engine="native")
+    assert caught.value.ops == FROZEN_NUMPY_ONLY[name], "update tests/data/frozen/numpy_only.txt"
+    model = load(path, engine="auto")
+    assert model.engine == "numpy" and all(op in model.engine_reason for op in FROZEN_NUMPY_ONLY[name])
+    feeds, expected = _frozen_io(path)
+    assert_matches(model.signatures["serving_default"](**feeds), expected, path.name)
 
 
 def _assert_close(a: dict, b: dict, where: str, rtol=1e-4, atol=1e-5) -> None:
