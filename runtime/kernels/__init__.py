@@ -17,4 +17,5 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     strings,
     tensor_list,
     variables,
+    text, unicode,
 )

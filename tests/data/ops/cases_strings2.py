@@ -1,0 +1,148 @@
+"""Kernel cases for the string ops of issue 14 beyond cases_strings/cases_text: case changes,
+stripping, hashing into buckets (legacy, fast and keyed), splitting (v1), n-grams, and joins
+across elements (ReduceJoin, UnsortedSegmentJoin)."""
+import numpy as np
+
+
+def _s(*items, shape=None):
+    array = np.empty(len(items), dtype=object)
+    array[:] = [i.encode() if isinstance(i, str) else i for i in items]
+    return array.reshape(shape if shape is not None else (len(items),))
+
+
+def _scalar(item):
+    return _s(item, shape=())
+
+
+def _i(values, dtype=np.int64):
+    return np.array(values, dtype)
+
+
+_MIXED = _s("Hello World", "straße ǆ", "ÄÖü é", b"\xff\xc3abc", "", "ﬁx İı", shape=(2, 3))
+_HASHED = _s("cat", "dog", "", "bird", "é", b"\xff\x00", "a much longer string " * 5, "1234567",
+             "12345678", "123456789abcdef", shape=(2, 5))
+_WORDS = _s("the", "cat", "sat", "on", "a", "mat", "é", "")
+
+CASE = [
+    case("StringUpper", input=_MIXED),
+    case("StringUpper", name="utf8", input=_MIXED, encoding="utf-8"),
+    case("StringUpper", name="empty", input=_s(shape=(0, 2))),
+    case("StringLower", name="utf8_invalid", input=_s(b"\xff\xc3ABC", b"A\xe2\x82Z", b"\xc0\xafX",
+                                                      "ǅİ"), encoding="utf-8"),
+    case("StringUpper", name="utf8_invalid", input=_s(b"\xff\xc3abc", b"a\xe2\x82z", b"\xed\xa0\x80x"),
+         encoding="utf-8"),
+    case("StringStrip", input=_s("  a b  ", "\t\n\v\f\rx\r\n", "", "   ", "\xa0y\xa0", b"\x00z\x00",
+                                 shape=(3, 2))),
+    case("StringStrip", name="scalar", input=_scalar(" s ")),
+    case("StringStrip", name="empty", input=_s()),
+]
+
+HASH = [
+    case("StringToHashBucket", string_tensor=_HASHED, num_buckets=7),
+    case("StringToHashBucket", name="many_buckets", string_tensor=_HASHED, num_buckets=2**62),
+    case("StringToHashBucket", name="scalar_one_bucket", string_tensor=_scalar("x"), num_buckets=1),
+    case("StringToHashBucket", name="empty", string_tensor=_s(shape=(0, 3)), num_buckets=3),
+    case("StringToHashBucketFast", name="lengths", input=_HASHED, num_buckets=2**62),
+    case("StringToHashBucketStrong", input=_HASHED, num_buckets=11, key=[1, 2]),
+    case("StringToHashBucketStrong", name="big_key", input=_HASHED, num_buckets=2**62,
+         key=[-1, 2**63 - 1]),
+    case("StringToHashBucketStrong", name="empty", input=_s(), num_buckets=3, key=[0, 0]),
+    case("StringToHashBucketStrong", name="error_key_length", input=_s("a"), num_buckets=3,
+         key=[1, 2, 3], error=True, dynamic=True),
+]
+
+SPLIT = [
+    case("StringSplit", input=_s("a b  c", " x ", "", "abc"), delimiter=_scalar(" ")),
+    case("StringSplit", name="keep_empty", input=_s("a b  c", " x ", "", "abc"),
+         delimiter=_scalar(" "), skip_empty=False),
+    case("StringSplit", name="any_of", input=_s("a,b;c", ",;", "x;;y,"), delimiter=_scalar(",;")),
+    case("StringSplit", name="any_of_keep_empty", input=_s("a,b;c", ",;", "x;;y,"),
+         delimiter=_scalar(",;"), skip_empty=False),
+    case("StringSplit", name="bytes", input=_s("ab", "", "é"), delimiter=_scalar("")),
+    case("StringSplit", name="bytes_keep_empty", input=_s("ab", "", "é"), delimiter=_scalar(""),
+         skip_empty=False),
+    case("StringSplit", name="empty", input=_s(), delimiter=_scalar(" ")),
+    case("StringSplit", name="non_ascii_delimiter", input=_s("aébéc"), delimiter=_scalar("é")),
+]
+
+
+def _ngrams(name, data, splits, widths, separator=" ", left="LP", right="RP", pad_width=0,
+            preserve=False, error=False):
+    return case("StringNGrams", name=name, data=data, data_splits=splits, separator=separator,
+                ngram_widths=widths, left_pad=left, right_pad=right, pad_width=pad_width,
+                preserve_short_sequences=preserve, error=error, dynamic=error)
+
+
+NGRAMS = [
+    _ngrams("bigrams", _WORDS, _i([0, 3, 3, 8]), [2]),
+    _ngrams("unigrams_trigrams", _WORDS, _i([0, 3, 3, 8]), [1, 3], separator="|"),
+    _ngrams("pad_full", _WORDS, _i([0, 3, 3, 4, 8]), [2, 3], pad_width=-1),
+    _ngrams("pad_1_width_3", _WORDS, _i([0, 1, 8]), [3], pad_width=1),
+    _ngrams("pad_wider_than_width", _WORDS, _i([0, 2, 8]), [2], pad_width=5),
+    _ngrams("int32_splits", _WORDS, _i([0, 5, 8], np.int32), [2, 4], separator=""),
+    _ngrams("preserve_short", _WORDS, _i([0, 1, 3, 3, 8]), [4], preserve=True),
+    _ngrams("preserve_short_padded", _WORDS, _i([0, 1, 3, 3, 8]), [5], pad_width=1, preserve=True),
+    _ngrams("preserve_already_long", _WORDS, _i([0, 8]), [2], preserve=True),
+    _ngrams("empty_rows_padded", _WORDS, _i([0, 0, 8, 8]), [2, 3], pad_width=-1),
+    _ngrams("no_widths", _WORDS, _i([0, 8]), []),
+    _ngrams("empty_data", _s(), _i([0, 0, 0]), [2], pad_width=-1),
+    _ngrams("empty_splits", _s(), _i([]), [2]),
+    _ngrams("non_ascii_pads", _WORDS, _i([0, 2, 8]), [3], separator="·", left="«", right="»",
+            pad_width=2),
+    _ngrams("preserve_dynamic_pad", _WORDS, _i([0, 1, 8]), [4], pad_width=-1, preserve=True),
+    _ngrams("preserve_no_widths", _WORDS, _i([0, 1, 1, 8]), [], pad_width=1, preserve=True),
+    _ngrams("error_preserve_no_widths_dynamic_pad", _WORDS, _i([0, 1, 8]), [], pad_width=-1,
+            preserve=True, error=True),
+    _ngrams("error_width", _WORDS, _i([0, 8]), [0], error=True),
+    _ngrams("error_first_split", _WORDS, _i([1, 8]), [2], error=True),
+    _ngrams("error_decreasing", _WORDS, _i([0, 5, 3, 8]), [2], error=True),
+    _ngrams("error_past_end", _WORDS, _i([0, 9]), [2], error=True),
+    _ngrams("error_last_split", _WORDS, _i([0, 5]), [2], error=True),
+]
+
+_GRID = _s(*"abcdefghijklmnopqrstuvwx", shape=(2, 3, 4))
+
+
+def _join(name, inputs, axes, error=False, **attrs):
+    return case("ReduceJoin", name=name, inputs=inputs, reduction_indices=np.array(axes, np.int32),
+                error=error, dynamic=error, **attrs)
+
+
+def _segments(name, inputs, ids, count, error=False, **attrs):
+    return case("UnsortedSegmentJoin", name=name, inputs=inputs, segment_ids=ids,
+                num_segments=count, error=error, dynamic=error, **attrs)
+
+
+JOIN = [
+    _join("last", _GRID, [-1], separator=","),
+    _join("first_keep_dims", _GRID, [0], keep_dims=True, separator="-"),
+    _join("two_axes_in_order", _GRID, [0, 2], separator=""),
+    _join("two_axes_reversed", _GRID, [2, 0], separator="."),
+    _join("all_axes", _GRID, [1, 0, 2]),
+    _join("all_keep_dims", _GRID, [0, 1, 2], keep_dims=True, separator=" "),
+    _join("no_axes", _GRID, np.zeros((0,), np.int32), separator=","),
+    _join("scalar_axis", _GRID, 1, separator=","),
+    _join("empty_axis", _s(shape=(2, 0)), [1], separator=","),
+    _join("empty_kept", _s(shape=(0, 3)), [1], separator=","),
+    _join("scalar_input", _scalar("x"), np.zeros((0,), np.int32)),
+    _join("error_axis", _GRID, [3], error=True),
+    _join("error_negative_axis", _GRID, [-4], error=True),
+    _join("error_duplicate", _GRID, [1, -2], error=True),
+    _segments("vector", _s("a", "b", "", "c", "d", "e"), _i([1, 0, 1, 1, 3, 1], np.int32),
+              np.array(4, np.int32), separator=","),
+    _segments("empty_first", _s("", "a", "b", ""), _i([0, 0, 0, 0]), np.array(2, np.int64),
+              separator="+"),
+    _segments("matrix_rows", _s("a", "b", "c", "d", "e", "f", shape=(3, 2)), _i([2, 0, 2]),
+              np.array(3, np.int32), separator="/"),
+    _segments("matrix_elements", _s("a", "b", "c", "d", "e", "f", shape=(3, 2)),
+              _i([[0, 1], [1, 0], [0, 0]], np.int32), np.array(2, np.int64)),
+    _segments("nul_in_separator", _s("a", "b"), _i([0, 0]), np.array(1, np.int32), separator="x\0y"),
+    _segments("no_segments", _s(shape=(0, 2)), _i(np.zeros(0)), np.array(0, np.int32)),
+    _segments("error_id_too_large", _s("a", "b"), _i([0, 2]), np.array(2, np.int32), error=True),
+    _segments("error_negative_id", _s("a", "b"), _i([0, -1]), np.array(2, np.int32), error=True),
+    _segments("error_shape", _s("a", "b", "c"), _i([0, 1]), np.array(2, np.int32), error=True),
+    _segments("error_scalar_ids", _s("a", "b"), np.array(0, np.int32), np.array(2, np.int32),
+              error=True),
+]
+
+CASES = CASE + HASH + SPLIT + NGRAMS + JOIN
