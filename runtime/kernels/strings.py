@@ -128,13 +128,16 @@ def _char_offsets(s: bytes) -> list[int]:
 
 
 def _substr(s: bytes, pos: int, length: int, utf8: bool, index: int) -> bytes:
+    """A negative length means the rest of the string in bytes (TensorFlow reads it as a huge
+    unsigned count) but no characters at all in UTF8_CHAR units."""
     offsets = _char_offsets(s) if utf8 else None
     size = len(offsets) - 1 if utf8 else len(s)
     check(-size <= pos <= size, f"Substr: pos {pos} out of range for string {s!r} at index "
                                 f"{index}")
     start = pos + size if pos < 0 else pos
-    stop = size if length < 0 else min(size, start + length)
-    return s[offsets[start]:offsets[stop]] if utf8 else s[start:stop]
+    if utf8:
+        return s[offsets[start]:offsets[min(size, start + max(length, 0))]]
+    return s[start:] if length < 0 else s[start:start + length]
 
 
 @kernel("Substr")
@@ -252,17 +255,18 @@ def as_string(input: np.ndarray, *, precision: int = -1, scientific: bool = Fals
 _SPACE = rb"[ \t\n\v\f\r]*"
 _INTEGER = re.compile(_SPACE + rb"([+-]?[0-9]+)" + _SPACE)
 _DECIMAL = re.compile(_SPACE + rb"([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                      rb"|inf|infinity|nan))" + _SPACE, re.IGNORECASE)
+                      rb"|inf|infinity|nan(?:\([0-9a-z_]*\))?))" + _SPACE, re.IGNORECASE)
 _HEXADECIMAL = re.compile(_SPACE + rb"([+-]?0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)"
                           rb"(?:p[+-]?[0-9]+)?)" + _SPACE, re.IGNORECASE)
 
 
 def parse_float(text: bytes) -> float | None:
     """absl::SimpleAtof's grammar: surrounding ASCII whitespace, decimal or hexadecimal
-    notation, inf/infinity/nan in any case; nothing else (no `_` separators, unlike float())."""
+    notation, inf/infinity/nan in any case, nan with strtod's `(chars)` payload; nothing else
+    (no `_` separators, unlike float())."""
     match = _DECIMAL.fullmatch(text)
     if match:
-        return float(match.group(1))
+        return float(match.group(1).split(b"(")[0])
     match = _HEXADECIMAL.fullmatch(text)
     return float.fromhex(match.group(1).decode()) if match else None
 

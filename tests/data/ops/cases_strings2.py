@@ -146,3 +146,74 @@ JOIN = [
 ]
 
 CASES = CASE + HASH + SPLIT + NGRAMS + JOIN
+
+_UTF8 = _s("héllo€", b"a\xffb\xe2\x82c", "", "€", "𝄞x")
+
+SUBSTR = [
+    case("Substr", name="utf8_negative_len", input=_UTF8[:1], pos=np.array(1, np.int32),
+         len=np.array(-1, np.int32), unit="UTF8_CHAR"),
+    case("Substr", name="utf8_invalid_bytes", input=_UTF8[1:2], pos=np.array(1, np.int32),
+         len=np.array(3, np.int32), unit="UTF8_CHAR"),
+    case("Substr", name="utf8_negative_pos_each", input=_s("héllo€", "€ab", "𝄞x"),
+         pos=np.array([-1, -3, -2], np.int64), len=np.array([1, 2, 5], np.int64), unit="UTF8_CHAR"),
+    case("Substr", name="utf8_pos_at_end", input=_s("héllo€", "€"), pos=np.array([6, -1], np.int32),
+         len=np.array([2, 0], np.int32), unit="UTF8_CHAR"),
+    case("Substr", name="utf8_empty_string", input=_s(""), pos=np.array(0, np.int32),
+         len=np.array(3, np.int32), unit="UTF8_CHAR"),
+    case("Substr", name="byte_negative_len", input=_s("hello", "ab"), pos=np.array([-2, 1], np.int32),
+         len=np.array([-5, -1], np.int32)),
+    case("Substr", name="scalar_input_matrix_pos", input=_scalar("hello"),
+         pos=np.array([[0, 1], [2, 3]], np.int32), len=np.array([[1, 2], [3, 4]], np.int32)),
+    case("Substr", name="empty", input=_s(shape=(0, 2)), pos=np.array(0, np.int32),
+         len=np.array(1, np.int32)),
+    case("Substr", name="broadcast_both", input=_s("abc", "defg", shape=(2, 1)),
+         pos=np.array([[0, 1, 2]], np.int32), len=np.array([[1, 1, 5]], np.int32)),
+    case("Substr", name="error_utf8_negative_pos", input=_s("héllo€"), pos=np.array(-7, np.int32),
+         len=np.array(1, np.int32), unit="UTF8_CHAR", error=True, dynamic=True),
+    case("StringLength", name="utf8_invalid", input=_UTF8, unit="UTF8_CHAR"),
+    case("StringLength", name="empty", input=_s(shape=(3, 0)), unit="UTF8_CHAR"),
+]
+
+_WIDE = np.array([1.5, -2.25, 123456.789, 1e-7, np.nan, -np.inf, 0.0], np.float64)
+
+AS_STRING_MORE = [
+    case("AsString", name="scientific_width_precision", input=_WIDE, scientific=True, width=14,
+         precision=2),
+    case("AsString", name="shortest_width_left", input=_WIDE, shortest=True, width=12, fill="-"),
+    case("AsString", name="precision_20", input=_WIDE, precision=20),
+    case("AsString", name="nan_inf_zero_fill", input=_WIDE, width=10, fill="0"),
+    case("AsString", name="narrow_width", input=_WIDE, width=2),
+    case("AsString", name="int_space_fill", input=np.array([-5, 5, 0], np.int32), width=4, fill=" "),
+    case("AsString", name="int64_min_width", input=np.array([-2**63], np.int64), width=25, fill="0"),
+    case("AsString", name="int8_left", input=np.array([-128, 5], np.int8), width=5, fill="-"),
+    case("AsString", name="float16_scientific", input=np.array([1.5, 65504, 6e-8], np.float16),
+         scientific=True),
+    case("AsString", name="complex128_shortest_width", input=np.array([1 + 2j, np.nan - 1j]),
+         shortest=True, width=5),
+    case("AsString", name="empty", input=np.zeros((0, 2), np.float32)),
+    case("AsString", name="string_zero_fill", input=_s("ab"), width=4, fill="0"),
+    case("AsString", name="bool_matrix", input=np.array([[True], [False]])),
+]
+
+STRING_TO_NUMBER_MORE = [
+    case("StringToNumber", name="float32_edges", out_type=np.float32,
+         string_tensor=_s("1e-45", "1e-46", "3.4028235e38", "3.4028236e38", "-1e39", "4.9e-324",
+                          "0X1P-2", "  -.5e1  ", "+.5", "1.e2", "00012", "\v7\f", "+inf", "-Inf",
+                          "nan", "+NAN", "infinity", "-INFINITY", "nan(1)", "-nan(abc_9)", "NaN()")),
+    case("StringToNumber", name="float64_edges", out_type=np.float64,
+         string_tensor=_s("4.9e-324", "2e-324", "1.7976931348623157e308", "1.8e308", "0x1.fffp3",
+                          "123456789012345678901234567890", "-0.0", "1e+0010")),
+    case("StringToNumber", name="int64_edges", out_type=np.int64,
+         string_tensor=_s("-0", "+0", "0009223372036854775807", " \t-42\n")),
+    case("StringToNumber", name="empty", out_type=np.int32, string_tensor=_s(shape=(0,))),
+    *[case("StringToNumber", name=f"error_float_more_{i}", out_type=np.float32, error=True,
+           dynamic=True, string_tensor=_s(text))
+      for i, text in enumerate(["nan(", "nan(1 2)", ".", "+", "-", " ", "0x", "1e+", "1.5f", "1 2", "inf5",
+                                "\x00", "1\x00", "0x1p", "e5", "infinit"])],
+    *[case("StringToNumber", name=f"error_int_more_{i}", out_type=np.int64, error=True, dynamic=True,
+           string_tensor=_s(text))
+      for i, text in enumerate(["+-1", "- 1", "1 2", "0x10", "", " ", "9223372036854775808",
+                                "-9223372036854775809", "1e2", "\x00"])],
+]
+
+CASES += SUBSTR + AS_STRING_MORE + STRING_TO_NUMBER_MORE
