@@ -1,17 +1,18 @@
-"""String ops: the ones saver graphs and logging emit, and a few cheap companions.
+"""Element-wise string ops: joining and file names (what saver graphs emit), regular
+expressions, lengths and substrings, numbers to strings and back, StringFormat, case changes,
+stripping, and hashing into buckets. Ops that split, join across elements or build n-grams
+are in text.py; Unicode decoding and encoding in unicode.py.
 
 String tensors are numpy object arrays of `bytes`; string attrs arrive as `str` (decoded from
 the NodeDef's bytes with `surrogateescape`, so encoding them back the same way recovers the
 original bytes). Work on strings is per element by nature; these kernels hand the loop to numpy
 (`np.frompyfunc`, object-array ufuncs) where they can.
 
-Regular expressions: TensorFlow uses RE2 on UTF-8 text; these kernels use Python's `re` on the
-UTF-8-decoded text, which agrees on the patterns TensorFlow's own graphs use (`^s3://.*` in
-savers) and on ordinary patterns. Known differences: Python's `\\d`, `\\w`, `\\s` and `\\b` also
-match non-ASCII digits, letters and spaces (RE2's are ASCII only); RE2-only syntax such as
-`\\pL`, `\\C` or `\\z` is rejected as an invalid pattern; Python-only syntax such as
-backreferences and lookarounds is accepted where RE2 would reject it; bytes that are not valid
-UTF-8 are matched as single characters (RE2 matches none of them with `.`).
+Regular expressions: TensorFlow uses RE2 on UTF-8 text; these kernels translate each RE2
+pattern for Python's `re` (runtime/re2.py: RE2's ASCII-only classes, `$`, octal and `\\x{...}`
+escapes, flags; RE2's rejections rejected, and an error naming what it cannot express) and
+match it against the UTF-8-decoded text (bytes that are not valid UTF-8 match as single
+characters).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from savedmodel.runtime import dtypes
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.farmhash import fingerprint64
 from savedmodel.runtime.keyed_hash import hash64, siphash24
+from savedmodel.runtime.re2 import Re2Error, translate
 from savedmodel.runtime.kernels.string_util import as_bytes, attr_bytes, objects, scalar_bytes
 from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
@@ -76,8 +78,8 @@ def sharded_filespec(basename: np.ndarray, num_shards: np.ndarray, **_) -> tuple
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: bytes, op: str) -> re.Pattern:
     try:
-        return re.compile(pattern.decode("utf-8", "surrogateescape"))
-    except re.error as err:
+        return re.compile(translate(pattern.decode("utf-8", "surrogateescape")))
+    except (re.error, Re2Error) as err:
         raise KernelError(f"{op}: Invalid pattern: {pattern.decode('utf-8', 'replace')}, "
                           f"error: {err}") from None
 

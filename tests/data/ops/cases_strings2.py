@@ -217,3 +217,38 @@ STRING_TO_NUMBER_MORE = [
 ]
 
 CASES += SUBSTR + AS_STRING_MORE + STRING_TO_NUMBER_MORE
+
+_RE_TEXT = _s("a1٣ é_b\x0bc\n", "x\n", "AbC", "aaa", "a+b", "Ωω k K", "a{,2} a{2 {", "[]-^\\")
+_RE_ASCII = _s("ab c_d\n", "x\n", "", "a+b", " a ")
+_RE2_PATTERNS = [r"\d", r"\w", r"\s", r"\D", r"\W", r"\S", r"[\d]", r"[\w-]", r"[\s]", r"[\S]",
+                 r"[^\s]", r"[^\D]", r"\Qa+b\E", r"\Qa+", r"\x{41}", r"(?i)\x{61}", r"(?P<n>a)",
+                 r"[[:alpha:]]", r"[[:^alpha:]]", r"[[:digit:][:space:]]", r"[[:punct:]]+",
+                 r"\101", r"\12", r"\0", r"\x41", r"\v", r"(?s).", r".", r"\_", r"\-", r"\%",
+                 r"a{,2}", r"a{2", r"[]a]", r"[^]a]", r"(?i:a)b", r"(?i)ω", r"(?i)k", r"(?U)a+",
+                 r"(?U)a+?", r"(?U:a{1,2})a", r"a(?i)b|c", r"(a)(?i)(b|c)|A", r"a{2,1000}", r"\pL",
+                 r"\p{Lu}", r"\PL+", r"\p{^L}", r"[\p{Ll}\d]", r"\pN", r"[^\pL\pN\s]", r"\p{Any}",
+                 r"(?-s:.)", r"(?sm:^.)", r"\{", r"}", r"a|", r"|", r"()", r"(a|b)+", r"\[\]",
+                 r"[\x{3a9}-\x{3c9}]", r"[a\-z]", r"[-a]", r"[a-]", r"[\]]", r"a(?)b", r"(?i)"]
+_RE2_EMPTY_MATCHING = [r"\b", r"\B", r"$", r"a$", r"x$", r"\z", r"\A", r"\Ax", r"(?m)$", r"(?m)^",
+                       r"^", r"(?m:x$)\n", r"(?m)x$|b$", r"c_d$|(?m)x$"]
+_RE2_REJECTED = [r"\Z", r"(?<n>a)", r"\1", r"(a)\1", r"\8", r"(?=a)", r"(?!a)", r"(?<=a)",
+                 r"(?<!a)", r"a{1001}", r"a{2,1}", r"a++", r"a*+", r"a**", r"(?>a)", r"(?#c)",
+                 r"(?x) a", r"\e", r"[a-\d]", r"\x{110000}", r"\cA", r"\N{LATIN SMALL LETTER A}",
+                 r"\u0041", r"\U00000041", r"(?P=n)", r"[\b]", r"*a", r"(a", r"a)", r"[a",
+                 r"[z-a]", r"(?i-)a", r"\p{Foo}", r"[[:foo:]]", r"\pX", r"x{2}{3}"]
+
+RE2 = [
+    *[case("StaticRegexReplace", name=f"re2_{i}", input=_RE_TEXT, pattern=p, rewrite="<>")
+      for i, p in enumerate(_RE2_PATTERNS)],
+    *[case("StaticRegexReplace", name=f"re2_empty_{i}", input=_RE_ASCII, pattern=p, rewrite="<>")
+      for i, p in enumerate(_RE2_EMPTY_MATCHING)],
+    *[case("StaticRegexReplace", name=f"error_re2_{i}", input=_RE_ASCII, pattern=p, rewrite="",
+           error=True, dynamic=True) for i, p in enumerate(_RE2_REJECTED)],
+    case("RegexFullMatch", name="re2_ascii_classes", input=_s("٣", "3", "é", "e", "\x0b", " "),
+         pattern=_scalar(r"\d|\w|\s")),
+    case("RegexFullMatch", name="re2_dollar_newline", input=_s("ab", "ab\n"), pattern=_scalar("ab$")),
+    case("StaticRegexFullMatch", name="re2_posix", input=_s("a", "٣", "\x0b", "_"),
+         pattern=r"[[:alnum:][:space:]]"),
+]
+
+CASES += RE2

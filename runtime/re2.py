@@ -1,0 +1,382 @@
+"""RE2 patterns (TensorFlow's regular expressions) as patterns for Python's `re`.
+
+TensorFlow's regex ops compile their patterns with RE2. Python's `re` reads much of the same
+syntax differently, so `translate` rewrites a pattern piece by piece instead of handing it over:
+
+- `\\d`, `\\w`, `\\s`, `\\b` and `[[:class:]]` are ASCII-only in RE2 (RE2's `\\s` is
+  `[\\t\\n\\f\\r ]`, without `\\v`), they become explicit ASCII sets; `\\pN`, `\\p{Lu}` and their
+  negations become sets of the Unicode general category (from `unicodedata`).
+- `$` outside multi-line mode is the end of the text only (Python's also matches before a
+  final newline): it becomes `\\Z`. `\\z` becomes `\\Z`.
+- Octal escapes (`\\101`), `\\x{10FFFF}`, `\\Q...\\E` literals, RE2's ungreedy flag `U` (which
+  swaps greedy and lazy quantifiers) and flags set in the middle of a group (Python accepts
+  global flags only at the start) are rewritten into their Python equivalents.
+- A `{` that does not start a repetition is a literal (Python reads `a{,2}` as a repetition).
+
+What RE2 rejects is rejected (`Re2Error`, with RE2's wording where it has one): lookarounds,
+backreferences, atomic groups, possessive quantifiers, comments, `(?x)`, `\\Z`, `\\e`, `\\u`,
+repetitions over 1000. What RE2 accepts but this translation cannot express is rejected too,
+saying so: Unicode scripts (`\\p{Greek}`) and `\\C`.
+
+Known differences that remain: after an empty match RE2 can match again inside a multi-byte
+character (TensorFlow's StaticRegexReplace with `x*` puts the rewrite between the bytes of
+`é`); here the text is matched as characters. A repetition of a sub-pattern that can match
+empty (`(|a)+`) may stop at a different point. Bytes that are not valid UTF-8 are matched as
+single characters.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import unicodedata
+
+MAX_REPEAT = 1000
+_MAX_CODE_POINT = sys.maxunicode
+Ranges = tuple[tuple[int, int], ...]
+
+
+class Re2Error(ValueError):
+    """A pattern RE2 rejects, or one this translation cannot express."""
+
+
+def _ranges(text: str) -> Ranges:
+    """`a-z0-9_`-style text as code point ranges."""
+    return tuple((ord(m[0]), ord(m[-1])) for m in re.findall(r".-.|.", text, re.DOTALL))
+
+
+_PERL = {"d": _ranges("0-9"), "w": _ranges("0-9A-Za-z_"), "s": _ranges("\t\n\f\r ")}
+_POSIX = {
+    "alnum": _ranges("0-9A-Za-z"), "alpha": _ranges("A-Za-z"), "ascii": ((0, 0x7F),),
+    "blank": _ranges("\t "), "cntrl": ((0, 0x1F), (0x7F, 0x7F)), "digit": _ranges("0-9"),
+    "graph": _ranges("!-~"), "lower": _ranges("a-z"), "print": _ranges(" -~"),
+    "punct": _ranges("!-/:-@[-`{-~"), "space": _ranges("\t\n\v\f\r "), "upper": _ranges("A-Z"),
+    "word": _ranges("0-9A-Za-z_"), "xdigit": _ranges("0-9A-Fa-f")}
+_WORD = "[0-9A-Za-z_]"
+_BOUNDARY = f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
+_NOT_BOUNDARY = f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
+_CONTROL_ESCAPES = {"a": 7, "f": 12, "t": 9, "n": 10, "r": 13, "v": 11}
+_FLAGS = re.compile(r"\(\?([imsU]*)(?:-([imsU]*))?([:)])")
+_REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
+
+
+def complement(ranges: Ranges) -> Ranges:
+    """The code points not in `ranges`."""
+    out, start = [], 0
+    for low, high in sorted(ranges):
+        if low > start:
+            out.append((start, low - 1))
+        start = max(start, high + 1)
+    if start <= _MAX_CODE_POINT:
+        out.append((start, _MAX_CODE_POINT))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _categories() -> dict[str, Ranges]:
+    """Code point ranges of every Unicode general category (two letters, and one letter for
+    the major class), computed once."""
+    runs: dict[str, list[list[int]]] = {}
+    for code in range(_MAX_CODE_POINT + 1):
+        name = unicodedata.category(chr(code))
+        for key in (name, name[0]):
+            found = runs.setdefault(key, [])
+            if found and found[-1][1] == code - 1:
+                found[-1][1] = code
+            else:
+                found.append([code, code])
+    return {k: tuple(map(tuple, v)) for k, v in runs.items()}
+
+
+def _unicode_class(name: str, negated: bool) -> Ranges:
+    if name.startswith("^"):
+        name, negated = name[1:], not negated
+    if name == "Any":
+        ranges: Ranges = ((0, _MAX_CODE_POINT),)
+    elif name in _categories():
+        ranges = _categories()[name]
+    else:
+        raise Re2Error(f"invalid character class range: \\p{{{name}}} (Unicode scripts are not "
+                       f"supported by this engine; general categories such as \\p{{L}} are)")
+    return complement(ranges) if negated else ranges
+
+
+def _set_text(ranges: Ranges) -> str:
+    """Ranges as the inside of a Python character class."""
+    def one(code: int) -> str:
+        return re.escape(chr(code)) if 0x20 < code < 0x7F else f"\\U{code:08x}"
+    return "".join(one(a) if a == b else f"{one(a)}-{one(b)}" for a, b in ranges)
+
+
+class _Translator:
+    """One pass over the pattern. `groups` holds, per open group, whether multi-line and
+    ungreedy mode are on and the flag groups this translation opened inside it (RE2's
+    mid-group flags become Python flag groups, closed at each `|` and at the group's end and
+    reopened after each `|`)."""
+
+    def __init__(self, pattern: str):
+        self.pattern, self.at, self.out = pattern, 0, []
+        self.groups = [{"m": False, "U": False, "opened": []}]
+
+    def fail(self, message: str) -> None:
+        raise Re2Error(message)
+
+    def run(self) -> str:
+        while self.at < len(self.pattern):
+            self.step()
+        if len(self.groups) > 1:
+            self.fail("missing ): " + self.pattern)
+        self.close_flag_groups()
+        return "".join(self.out)
+
+    def emit(self, text: str, atom: bool = True) -> None:
+        self.out.append(text)
+        if atom:
+            self.quantifier()
+
+    def step(self) -> None:
+        char = self.pattern[self.at]
+        self.at += 1
+        if char == "\\":
+            self.escape()
+        elif char == "[":
+            self.emit("[" + self.char_class() + "]")
+        elif char == "(":
+            self.open_group()
+        elif char == ")":
+            self.close_group()
+        elif char == "|":
+            opened = self.close_flag_groups()
+            self.out.append("|")
+            self.reopen(opened)
+        elif char == "$":
+            self.emit("$" if self.groups[-1]["m"] else r"\Z", atom=False)
+        elif char in "*+?" or self.repeat_at(self.at - 1):
+            self.fail(f"missing argument to repetition operator: {char}")
+        elif char == "{":
+            self.emit(r"\{")
+        else:
+            self.emit(char if char in "^." else re.escape(char), atom=char != "^")
+
+    # -- quantifiers -------------------------------------------------------------------------
+
+    def repeat_at(self, at: int) -> bool:
+        """Whether a `{n}`, `{n,}` or `{n,m}` repetition starts at `at`."""
+        return _REPEAT.match(self.pattern, at) is not None
+
+    def quantifier(self) -> None:
+        rest = self.pattern[self.at:]
+        if rest[:1] in ("*", "+", "?"):
+            op, size = rest[0], 1
+        elif (found := _REPEAT.match(rest)) is not None:
+            low, high = int(found[1]), found[3]
+            if low > MAX_REPEAT or (high and int(high) > MAX_REPEAT):
+                self.fail(f"invalid repetition size: {found[0]}")
+            if high and int(high) < low:
+                self.fail(f"invalid repetition size: {found[0]}")
+            op, size = found[0], len(found[0])
+        else:
+            return
+        self.at += size
+        lazy = self.pattern[self.at:self.at + 1] == "?"
+        self.at += lazy
+        following = self.pattern[self.at:self.at + 1]
+        if following in ("*", "+", "?") or self.repeat_at(self.at):
+            self.fail(f"bad repetition operator: {op}{'?' if lazy else ''}{following}")
+        self.out.append(op + ("?" if lazy != self.groups[-1]["U"] else ""))
+
+    # -- escapes -----------------------------------------------------------------------------
+
+    def escape(self) -> None:
+        kind = self.pattern[self.at:self.at + 1]
+        if kind == "b":
+            self.at += 1
+            self.emit(_BOUNDARY, atom=False)
+        elif kind == "B":
+            self.at += 1
+            self.emit(_NOT_BOUNDARY, atom=False)
+        elif kind == "A":
+            self.at += 1
+            self.emit(r"\A", atom=False)
+        elif kind == "z":
+            self.at += 1
+            self.emit(r"\Z", atom=False)
+        elif kind == "Q":
+            end = self.pattern.find(r"\E", self.at + 1)
+            stop = len(self.pattern) if end < 0 else end
+            literal = self.pattern[self.at + 1:stop]
+            self.at = stop + 2 if end >= 0 else stop
+            for char in literal:
+                self.emit(re.escape(char))
+        else:
+            ranges = self.class_escape()
+            if ranges is not None:
+                self.emit(f"[{_set_text(ranges)}]")
+            else:
+                self.emit(re.escape(chr(self.char_escape())))
+
+    def class_escape(self) -> Ranges | None:
+        """`\\d`-style and `\\p`-style classes (the backslash read), or None."""
+        kind = self.pattern[self.at:self.at + 1]
+        if kind.lower() in _PERL:
+            self.at += 1
+            ranges = _PERL[kind.lower()]
+            return complement(ranges) if kind.isupper() else ranges
+        if kind in ("p", "P"):
+            name = self.pattern[self.at + 1:self.at + 2]
+            if name == "{":
+                end = self.pattern.find("}", self.at)
+                if end < 0:
+                    self.fail("invalid character class range: " + self.pattern[self.at - 1:])
+                name, self.at = self.pattern[self.at + 2:end], end + 1
+            else:
+                self.at += 2
+            return _unicode_class(name, kind == "P")
+        return None
+
+    def char_escape(self) -> int:
+        """The code point of a single-character escape (the backslash read)."""
+        pattern, at = self.pattern, self.at
+        kind = pattern[at:at + 1]
+        octal = re.compile(r"0[0-7]{0,2}|[1-7][0-7]{1,2}").match(pattern, at)
+        if octal:
+            self.at = octal.end()
+            return int(octal[0], 8)
+        if kind == "x":
+            hexa = re.compile(r"x\{([0-9A-Fa-f]+)\}|x([0-9A-Fa-f]{2})").match(pattern, at)
+            if hexa is None or int(hexa[1] or hexa[2], 16) > _MAX_CODE_POINT:
+                self.fail(f"invalid escape sequence: {pattern[at - 1:at + 9]}")
+            self.at = hexa.end()
+            return int(hexa[1] or hexa[2], 16)
+        if kind in _CONTROL_ESCAPES:
+            self.at += 1
+            return _CONTROL_ESCAPES[kind]
+        if kind and ord(kind) < 0x80 and not kind.isalnum():
+            self.at += 1
+            return ord(kind)
+        if kind == "C":
+            self.fail(r"\C (any byte) is not supported by this engine")
+        self.fail(f"invalid escape sequence: \\{kind}")
+        return 0
+
+    # -- character classes -------------------------------------------------------------------
+
+    def char_class(self) -> str:
+        """The inside of a class (the `[` read) as Python class text."""
+        pattern, negated = self.pattern, self.pattern[self.at:self.at + 1] == "^"
+        self.at += negated
+        ranges: list[tuple[int, int]] = []
+        first = True
+        while True:
+            if self.at >= len(pattern):
+                self.fail("missing ]: " + pattern)
+            char = pattern[self.at]
+            if char == "]" and not first:
+                self.at += 1
+                break
+            first = False
+            posix = re.compile(r"\[:(\^?)([a-z]+):\]").match(pattern, self.at)
+            if posix:
+                if posix[2] not in _POSIX:
+                    self.fail(f"invalid character class range: {posix[0]}")
+                self.at = posix.end()
+                found = _POSIX[posix[2]]
+                ranges += complement(found) if posix[1] else found
+                continue
+            low = self.class_item()
+            if isinstance(low, tuple):
+                ranges += low
+                continue
+            if pattern[self.at:self.at + 1] == "-" and pattern[self.at + 1:self.at + 2] not in "]":
+                self.at += 1
+                high = self.class_item()
+                if isinstance(high, tuple) or high < low:
+                    self.fail(f"invalid character class range: {pattern[self.at - 3:self.at]}")
+                ranges.append((low, high))
+            else:
+                ranges.append((low, low))
+        if not ranges:
+            self.fail("missing ]: " + pattern)
+        return ("^" if negated else "") + _set_text(tuple(ranges))
+
+    def class_item(self) -> int | Ranges:
+        """One character of a class (a code point) or a class escape (ranges)."""
+        char = self.pattern[self.at]
+        self.at += 1
+        if char != "\\":
+            return ord(char)
+        if self.pattern[self.at:self.at + 1] == "b":
+            self.fail(r"invalid escape sequence: \b")
+        ranges = self.class_escape()
+        return ranges if ranges is not None else self.char_escape()
+
+    # -- groups and flags --------------------------------------------------------------------
+
+    def open_group(self) -> None:
+        pattern, at = self.pattern, self.at
+        scope = dict(self.groups[-1], opened=[])
+        if pattern.startswith("?P<", at):
+            name = re.compile(r"\?P<([A-Za-z_][A-Za-z0-9_]*)>").match(pattern, at)
+            if name is None:
+                self.fail(f"invalid named capture group: {pattern[at - 1:at + 12]}")
+            self.at = name.end()
+            self.out.append("(" + name[0])
+        elif pattern.startswith("?", at):
+            flags = _FLAGS.match(pattern, at - 1)
+            if flags is None or flags[0][-2] == "-":
+                self.fail(f"invalid perl operator: {pattern[at - 1:at + 2]}")
+            self.at = flags.end()
+            on, off = flags[1], flags[2] or ""
+            if flags[3] == ")":
+                self.set_flags(on, off)
+                return
+            self.apply_modes(scope, on, off)
+            self.out.append(self.flag_group(on, off))
+        else:
+            self.out.append("(")
+        self.groups.append(scope)
+
+    def apply_modes(self, scope: dict, on: str, off: str) -> None:
+        for mode in "mU":
+            if mode in on:
+                scope[mode] = True
+            if mode in off:
+                scope[mode] = False
+
+    @staticmethod
+    def flag_group(on: str, off: str) -> str:
+        on, off = on.replace("U", ""), off.replace("U", "")
+        return f"(?{on}{'-' + off if off else ''}:" if on or off else "(?:"
+
+    def set_flags(self, on: str, off: str) -> None:
+        """`(?flags)`: the rest of the current group (each remaining alternative) in a flag
+        group, which Python allows anywhere."""
+        scope = self.groups[-1]
+        self.apply_modes(scope, on, off)
+        opener = self.flag_group(on, off)
+        scope["opened"].append(opener)
+        self.out.append(opener)
+
+    def close_flag_groups(self) -> list[str]:
+        opened = self.groups[-1]["opened"]
+        self.out.append(")" * len(opened))
+        self.groups[-1]["opened"] = []
+        return opened
+
+    def reopen(self, opened: list[str]) -> None:
+        self.groups[-1]["opened"] = opened
+        self.out.extend(opened)
+
+    def close_group(self) -> None:
+        if len(self.groups) == 1:
+            self.fail("unexpected ): " + self.pattern)
+        self.close_flag_groups()
+        self.groups.pop()
+        self.emit(")")
+
+
+@functools.lru_cache(maxsize=256)
+def translate(pattern: str) -> str:
+    """The Python `re` pattern matching what RE2 matches with `pattern`; Re2Error if RE2
+    rejects it or the translation cannot express it."""
+    return _Translator(pattern).run()
