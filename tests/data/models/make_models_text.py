@@ -4,7 +4,7 @@ Keras 3. tf-keras is not installed beside them, so no tf-keras export is made.
 
 - keras_text_ngrams_chars: two Keras 3 TextVectorization layers on one input, one with
   ngrams=2 over whitespace tokens (StringNGrams), one with split="character"
-  (UnicodeDecode + UnicodeEncode).
+  (UnicodeDecode + UnicodeEncode), and a Hashing layer with a salt (StringToHashBucketStrong).
 - string_ops_module: a tf.Module whose signature uses the other string ops (case, strip,
   hashing, splitting, n-grams with padding, joins, Unicode transcoding and decoding).
 
@@ -30,7 +30,9 @@ def keras_text_ngrams_chars():
         output_sequence_length=8)
     chars = keras.layers.TextVectorization(
         vocabulary=list("abcdeéhst"), split="character", output_sequence_length=10)
-    return keras.Model(text, {"bigrams": bigrams(text), "chars": chars(text)})
+    salted = keras.layers.Hashing(num_bins=7, salt=[5, 9])
+    return keras.Model(text, {"bigrams": bigrams(text), "chars": chars(text),
+                              "salted_hash": salted(text)})
 
 
 def _fingerprint(strings: tf.Tensor) -> tf.Tensor:
