@@ -1,5 +1,6 @@
 """Unicode ops: decoding strings into code points (UnicodeDecode, UnicodeDecodeWithOffsets),
-encoding code points into strings (UnicodeEncode), and re-encoding strings (UnicodeTranscode).
+encoding code points into strings (UnicodeEncode), re-encoding strings (UnicodeTranscode), and
+the script of code points (UnicodeScript).
 
 TensorFlow reads text with ICU converters and replaces each ill-formed sequence (a maximal
 subpart, as the Unicode standard recommends: `\\xe2\\x82` missing its last byte is one error,
@@ -18,10 +19,12 @@ an error naming it.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 
 import numpy as np
 
+from savedmodel.runtime import unicode_scripts
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.kernels.string_util import byte_items, objects
 from savedmodel.runtime.kernels.util import check
@@ -217,3 +220,26 @@ def unicode_transcode(input: np.ndarray, *, input_encoding: str, output_encoding
     check(errors != "strict" or not bad.any(), f"{op}: Invalid formatting on input string")
     values, kept_counts, _ = _apply_policy(code_points, counts, bad, errors, replacement_char)
     return (objects(_encode_rows(values, kept_counts, out_codec), np.shape(input)),)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripts: UnicodeScript
+
+
+@functools.lru_cache(maxsize=1)
+def _script_runs() -> tuple[np.ndarray, np.ndarray]:
+    """(first code point of each run, its script) from the generated table."""
+    pairs = [pair.split(":") for pair in unicode_scripts.RUNS.split()]
+    return (np.array([int(first, 16) for first, _ in pairs], dtype=np.int64),
+            np.array([int(script) for _, script in pairs], dtype=np.int32))
+
+
+@kernel("UnicodeScript")
+def unicode_script(input: np.ndarray, **_) -> tuple[np.ndarray]:
+    """Each code point's script as ICU numbers it (runtime/unicode_scripts.py); -1 for values
+    that are not code points."""
+    code_points = np.asarray(input).astype(np.int64)
+    firsts, scripts = _script_runs()
+    valid = (code_points >= 0) & (code_points <= _MAX_CODE_POINT)
+    found = scripts[np.searchsorted(firsts, np.where(valid, code_points, 0), side="right") - 1]
+    return (np.where(valid, found, -1).astype(np.int32),)

@@ -16,7 +16,8 @@ _BAD_UTF8 = _s(b"a\xe2\x82", b"\xe2\x82z", b"\xc0\xaf", b"\xed\xa0\x80!", b"\xf4
                b"\xff\xfe", b"\x80\x80x", b"\xf0\x9f\x98", b"\xf5", "ok")
 _UTF16 = _s("h€𝄞".encode("utf-16-be"), b"\x00a\xd8\x00\x00b", b"\xdc\x00", b"\x00a\x00", b"",
             b"\xd8\x3d")
-_UTF32 = _s("h€𝄞".encode("utf-32-be"), b"\x00\x11\x00\x00", b"\x00\x00\xd8\x00", b"\x00\x00\x00a\x00")
+_UTF32 = _s("h€𝄞".encode("utf-32-be"), b"\x00\x11\x00\x00", b"\x00\x00\xd8\x00",
+            b"\x00\x00\x00a\x00")
 
 
 def _decode(name, input, encoding="UTF-8", offsets=False, error=False, **attrs):
@@ -72,7 +73,8 @@ ENCODE = [
     _encode("invalid_replace_char", _INVALID, [0, 2, 6], replacement_char=0x2022),
     _encode("invalid_ignore", _INVALID, [0, 2, 6], errors="ignore"),
     _encode("error_invalid_strict", _INVALID, [0, 2, 6], errors="strict", error=True),
-    *[_encode(f"surrogates_{e}", _SURROGATES, [0, 2, 4, 7], e) for e in ("UTF-8", "UTF-16-BE", "UTF-32-BE")],
+    *[_encode(f"surrogates_{e}", _SURROGATES, [0, 2, 4, 7], e)
+      for e in ("UTF-8", "UTF-16-BE", "UTF-32-BE")],
     _encode("surrogates_ignore", _SURROGATES, [0, 2, 4, 7], errors="ignore"),
     _encode("error_surrogate_strict", _SURROGATES, [0, 7], errors="strict", error=True),
     _encode("empty", [], [0]),
@@ -102,7 +104,8 @@ TRANSCODE = [
     _transcode("error_control_strict", _TEXT, replace_control_characters=True, errors="strict",
                error=True),
     _transcode("surrogate_replacement_utf8", _BAD_UTF8, replacement_char=0xD800),
-    _transcode("surrogate_replacement_utf16", _BAD_UTF8, target="UTF-16-BE", replacement_char=0xDC00),
+    _transcode("surrogate_replacement_utf16", _BAD_UTF8, target="UTF-16-BE",
+               replacement_char=0xDC00),
     _transcode("utf16_to_utf8", _UTF16, "UTF-16-BE"),
     _transcode("utf32_to_utf16", _UTF32, "UTF-32-BE", "UTF-16-BE"),
     _transcode("scalar", _s("añb", shape=()), target="UTF-32-BE"),
@@ -110,3 +113,17 @@ TRANSCODE = [
 ]
 
 CASES = DECODE + ENCODE + TRANSCODE
+
+_SAMPLE = np.random.default_rng(14).integers(0, 0x110000, 1000).astype(np.int32)
+
+SCRIPT = [
+    case("UnicodeScript", name="sample", input=_SAMPLE),
+    case("UnicodeScript", name="bmp_sample", input=np.arange(0, 0x10000, 61, dtype=np.int32)),
+    case("UnicodeScript", name="edges", input=np.array(
+        [[-1, 0, 0x41, 0x3A9], [0x300, 0x10FFFF, 0x110000, -2**31],
+         [2**31 - 1, 0x4E00, 0x1F600, 0xE0001]], np.int32)),
+    case("UnicodeScript", name="scalar", input=np.array(0x5D0, np.int32)),
+    case("UnicodeScript", name="empty", input=np.zeros((0, 4), np.int32)),
+]
+
+CASES += SCRIPT
