@@ -207,7 +207,7 @@ def unsorted_segment_join(inputs: np.ndarray, segment_ids: np.ndarray,
     "a" gives "a"), and stops at a NUL byte (it is passed on as a C string)."""
     strings = np.asarray(inputs, dtype=object)
     ids = np.asarray(segment_ids)
-    check(np.size(num_segments) != 0, "UnsortedSegmentJoin: Number of segments cannot be empty.")
+    check(np.ndim(num_segments) == 0, "UnsortedSegmentJoin: Number of segments must be a scalar")
     count = scalar_int(num_segments, "UnsortedSegmentJoin: num_segments")
     check(ids.ndim != 0, "UnsortedSegmentJoin: Segment_id cannot have rank 0")
     if ids.ndim > strings.ndim:
@@ -216,7 +216,8 @@ def unsorted_segment_join(inputs: np.ndarray, segment_ids: np.ndarray,
     check(ids.shape == strings.shape[:ids.ndim],
           f"UnsortedSegmentJoin: segment_ids shape {list(ids.shape)} is not a prefix of the input "
           f"shape {list(strings.shape)}")
-    check(count >= 0, f"UnsortedSegmentJoin: Dimension -1 must be >= 0, got num_segments {count}")
+    check(count >= 0,
+          f"UnsortedSegmentJoin: Number of segments must be non-negative but got {count}")
     check(bool(((ids >= 0) & (ids < count)).all()),
           "UnsortedSegmentJoin: segment_ids are not allowed to exceed num_segments or to have "
           "negative values.")

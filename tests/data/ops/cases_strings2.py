@@ -141,6 +141,7 @@ JOIN = [
     _segments("error_id_too_large", _s("a", "b"), _i([0, 2]), np.array(2, np.int32), error=True),
     _segments("error_negative_id", _s("a", "b"), _i([0, -1]), np.array(2, np.int32), error=True),
     _segments("error_shape", _s("a", "b", "c"), _i([0, 1]), np.array(2, np.int32), error=True),
+    _segments("error_negative_count", _s("a", "b"), _i([0, 0]), np.array(-1, np.int32), error=True),
     _segments("error_scalar_ids", _s("a", "b"), np.array(0, np.int32), np.array(2, np.int32),
               error=True),
 ]
