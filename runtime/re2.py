@@ -18,14 +18,19 @@ backreferences, atomic groups, possessive quantifiers, comments, `(?x)`, `\\Z`, 
 repetitions over 1000. What RE2 accepts but this translation cannot express is rejected too,
 saying so: Unicode scripts (`\\p{Greek}`) and `\\C`.
 
+Text: `decode` reads bytes as RE2 does: UTF-8, where a UTF-8-encoded surrogate (`\\xed\\xa0\\x80`)
+is one character and every other ill-formed byte matches nothing (it becomes U+DC80..U+DCFF,
+which `.` and every class leave out); `encode` turns the result back into the same bytes.
+
 Known differences that remain: after an empty match RE2 can match again inside a multi-byte
 character (TensorFlow's StaticRegexReplace with `x*` puts the rewrite between the bytes of
 `é`); here the text is matched as characters. A repetition of a sub-pattern that can match
-empty (`(|a)+`) may stop at a different point. Bytes that are not valid UTF-8 are matched as
-single characters.
+empty (`(|a)+`) may stop at a different point. An encoded surrogate in U+DC80..U+DCFF reads as
+three ill-formed bytes.
 """
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 import sys
@@ -33,6 +38,7 @@ import unicodedata
 
 MAX_REPEAT = 1000
 _MAX_CODE_POINT = sys.maxunicode
+_ESCAPED_BYTES = (0xDC80, 0xDCFF)
 Ranges = tuple[tuple[int, int], ...]
 
 
@@ -101,6 +107,18 @@ def _unicode_class(name: str, negated: bool) -> Ranges:
     return complement(ranges) if negated else ranges
 
 
+def _without_invalid_bytes(ranges: Ranges) -> Ranges:
+    """`ranges` less the characters that stand for bytes that are not valid UTF-8 (see
+    `decode`): RE2 matches such bytes with no class at all."""
+    low_end, high_start = _ESCAPED_BYTES[0] - 1, _ESCAPED_BYTES[1] + 1
+    return tuple((low, high) for a, b in ranges
+                 for low, high in ((a, min(b, low_end)), (max(a, high_start), b)) if low <= high)
+
+
+def _positive_set(ranges: Ranges) -> str:
+    return f"[{_set_text(_without_invalid_bytes(ranges))}]"
+
+
 def _set_text(ranges: Ranges) -> str:
     """Ranges as the inside of a Python character class."""
     def one(code: int) -> str:
@@ -109,14 +127,14 @@ def _set_text(ranges: Ranges) -> str:
 
 
 class _Translator:
-    """One pass over the pattern. `groups` holds, per open group, whether multi-line and
-    ungreedy mode are on and the flag groups this translation opened inside it (RE2's
+    """One pass over the pattern. `groups` holds, per open group, whether multi-line, dot-all
+    and ungreedy mode are on and the flag groups this translation opened inside it (RE2's
     mid-group flags become Python flag groups, closed at each `|` and at the group's end and
     reopened after each `|`)."""
 
     def __init__(self, pattern: str):
         self.pattern, self.at, self.out = pattern, 0, []
-        self.groups = [{"m": False, "U": False, "opened": []}]
+        self.groups = [{"m": False, "s": False, "U": False, "opened": []}]
 
     def fail(self, message: str) -> None:
         raise Re2Error(message)
@@ -140,7 +158,7 @@ class _Translator:
         if char == "\\":
             self.escape()
         elif char == "[":
-            self.emit("[" + self.char_class() + "]")
+            self.emit(self.char_class())
         elif char == "(":
             self.open_group()
         elif char == ")":
@@ -156,7 +174,8 @@ class _Translator:
         elif char == "{":
             self.emit(r"\{")
         else:
-            self.emit(char if char in "^." else re.escape(char), atom=char != "^")
+            self.emit(self.dot() if char == "." else char if char == "^" else re.escape(char),
+                      atom=char != "^")
 
     # -- quantifiers -------------------------------------------------------------------------
 
@@ -211,7 +230,7 @@ class _Translator:
         else:
             ranges = self.class_escape()
             if ranges is not None:
-                self.emit(f"[{_set_text(ranges)}]")
+                self.emit(_positive_set(ranges))
             else:
                 self.emit(re.escape(chr(self.char_escape())))
 
@@ -261,8 +280,13 @@ class _Translator:
 
     # -- character classes -------------------------------------------------------------------
 
+    def dot(self) -> str:
+        """Any character but a newline (any at all in `s` mode), never an invalid byte."""
+        newline = "" if self.groups[-1]["s"] else "\\n"
+        return f"[^{newline}{_set_text((_ESCAPED_BYTES,))}]"
+
     def char_class(self) -> str:
-        """The inside of a class (the `[` read) as Python class text."""
+        """A class (the `[` read) as a Python class."""
         pattern, negated = self.pattern, self.pattern[self.at:self.at + 1] == "^"
         self.at += negated
         ranges: list[tuple[int, int]] = []
@@ -297,7 +321,9 @@ class _Translator:
                 ranges.append((low, low))
         if not ranges:
             self.fail("missing ]: " + pattern)
-        return ("^" if negated else "") + _set_text(tuple(ranges))
+        if negated:
+            return "[^" + _set_text(tuple(ranges) + (_ESCAPED_BYTES,)) + "]"
+        return _positive_set(tuple(ranges))
 
     def class_item(self) -> int | Ranges:
         """One character of a class (a code point) or a class escape (ranges)."""
@@ -337,7 +363,7 @@ class _Translator:
         self.groups.append(scope)
 
     def apply_modes(self, scope: dict, on: str, off: str) -> None:
-        for mode in "mU":
+        for mode in "msU":
             if mode in on:
                 scope[mode] = True
             if mode in off:
@@ -380,3 +406,43 @@ def translate(pattern: str) -> str:
     """The Python `re` pattern matching what RE2 matches with `pattern`; Re2Error if RE2
     rejects it or the translation cannot express it."""
     return _Translator(pattern).run()
+
+
+_CODEC_ERRORS = "savedmodel-re2"
+
+
+def _decode_error(error: UnicodeDecodeError) -> tuple[str, int]:
+    data, start = error.object, error.start
+    tail = data[start:start + 3]
+    if len(tail) == 3 and tail[0] == 0xED and 0xA0 <= tail[1] <= 0xBF and 0x80 <= tail[2] <= 0xBF:
+        code = 0xD000 | (tail[1] & 0x3F) << 6 | (tail[2] & 0x3F)
+        if not _ESCAPED_BYTES[0] <= code <= _ESCAPED_BYTES[1]:
+            return chr(code), start + 3
+    return "".join(chr(0xDC00 + byte) for byte in data[start:error.end]), error.end
+
+
+def _encode_error(error: UnicodeEncodeError) -> tuple[bytes, int]:
+    pieces = error.object[error.start:error.end]
+    return b"".join(bytes([ord(c) - 0xDC00]) if _ESCAPED_BYTES[0] <= ord(c) <= _ESCAPED_BYTES[1]
+                    else c.encode("utf-8", "surrogatepass") for c in pieces), error.end
+
+
+def _codec_errors(error: UnicodeError) -> tuple:
+    if isinstance(error, UnicodeDecodeError):
+        return _decode_error(error)
+    if isinstance(error, UnicodeEncodeError):
+        return _encode_error(error)
+    raise error
+
+
+codecs.register_error(_CODEC_ERRORS, _codec_errors)
+
+
+def decode(data: bytes) -> str:
+    """Bytes as the text RE2 matches (see the module docstring)."""
+    return data.decode("utf-8", _CODEC_ERRORS)
+
+
+def encode(text: str) -> bytes:
+    """The inverse of `decode`."""
+    return text.encode("utf-8", _CODEC_ERRORS)

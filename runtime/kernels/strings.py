@@ -23,11 +23,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from savedmodel.runtime import dtypes
+from savedmodel.runtime import dtypes, re2
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.farmhash import fingerprint64
 from savedmodel.runtime.keyed_hash import hash64, siphash24
-from savedmodel.runtime.re2 import Re2Error, translate
 from savedmodel.runtime.kernels.string_util import as_bytes, attr_bytes, objects, scalar_bytes
 from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
@@ -78,15 +77,15 @@ def sharded_filespec(basename: np.ndarray, num_shards: np.ndarray, **_) -> tuple
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: bytes, op: str) -> re.Pattern:
     try:
-        return re.compile(translate(pattern.decode("utf-8", "surrogateescape")))
-    except (re.error, Re2Error) as err:
+        return re.compile(re2.translate(pattern.decode("utf-8", "surrogateescape")))
+    except (re.error, re2.Re2Error) as err:
         raise KernelError(f"{op}: Invalid pattern: {pattern.decode('utf-8', 'replace')}, "
                           f"error: {err}") from None
 
 
 def _full_match(strings: np.ndarray, compiled: re.Pattern) -> np.ndarray:
     match = np.frompyfunc(
-        lambda s: compiled.fullmatch(s.decode("utf-8", "surrogateescape")) is not None, 1, 1)
+        lambda s: compiled.fullmatch(re2.decode(s)) is not None, 1, 1)
     return np.asarray(match(np.asarray(strings, dtype=object)), dtype=bool).reshape(
         np.shape(strings))
 
@@ -517,8 +516,8 @@ def _regex_replace(input, pattern: bytes, rewrite: bytes, replace_global: bool, 
     compiled = _compile(pattern, op)
     parts = _rewrite(rewrite, compiled.groups, op)
     strings = np.asarray(input, dtype=object)
-    replaced = [_replace(s.decode("utf-8", "surrogateescape"), compiled, parts, replace_global)
-                .encode("utf-8", "surrogateescape") for s in map(as_bytes, strings.ravel().tolist())]
+    replaced = [re2.encode(_replace(re2.decode(s), compiled, parts, replace_global))
+                for s in map(as_bytes, strings.ravel().tolist())]
     return (objects(replaced, strings.shape),)
 
 
