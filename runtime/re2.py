@@ -35,6 +35,9 @@ import functools
 import re
 import sys
 import unicodedata
+from collections.abc import Callable
+
+import numpy as np
 
 MAX_REPEAT = 1000
 _MAX_CODE_POINT = sys.maxunicode
@@ -446,3 +449,85 @@ def decode(data: bytes) -> str:
 def encode(text: str) -> bytes:
     """The inverse of `decode`."""
     return text.encode("utf-8", _CODEC_ERRORS)
+
+
+_INSIDE_CHARACTER = "\udc80\udc80"
+"""Two continuation bytes as `decode` reads them: position 1 stands for a position between two
+bytes of one character, where RE2 (which scans bytes) also looks for matches."""
+
+
+@functools.lru_cache(maxsize=256)
+def _inside_match(compiled: re.Pattern) -> re.Match | None:
+    """The empty match RE2 finds between two bytes of one character, if the pattern has one
+    (`x*`, `\\B`: nothing else can match there, no character starting inside another)."""
+    found = compiled.match(_INSIDE_CHARACTER, 1)
+    return found if found is not None and found.end() == 1 else None
+
+
+def _byte_starts(text: str) -> np.ndarray:
+    """The byte offset in `encode(text)` of each character, and the length at the end."""
+    code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    escaped = (code_points >= _ESCAPED_BYTES[0]) & (code_points <= _ESCAPED_BYTES[1])
+    sizes = np.where(escaped, 1, 1 + (code_points >= 0x80) + (code_points >= 0x800)
+                     + (code_points >= 0x10000))
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+def replace(compiled: re.Pattern, data: bytes, rewrite: Callable[[re.Match], str],
+            replace_global: bool) -> bytes:
+    """RE2's GlobalReplace (or Replace, the first match only) as TensorFlow runs it. RE2 scans
+    the bytes for the leftmost match, so a pattern that matches empty inside a character
+    (`\\B`) matches there when it does not match at the character's start; an empty match
+    right where the previous match ended is skipped by one character (Python's `re.sub` takes
+    it)."""
+    text = decode(data)
+    starts = _byte_starts(text) if len(data) != len(text) else None
+    inside = _inside_match(compiled) if starts is not None else None
+    out, at, last_end = [], 0, -1
+    while at <= len(data):
+        found = _next_match(compiled, text, starts, at, inside)
+        if found is None:
+            break
+        start, end, match = found
+        out.append(data[at:start])
+        if start == end == last_end:
+            step = _character_size(text, starts, at)
+            out.append(data[at:at + step])
+            at += step
+            continue
+        out.append(encode(rewrite(match)))
+        at = last_end = end
+        if not replace_global:
+            break
+    out.append(data[at:])
+    return b"".join(out)
+
+
+def _character_size(text: str, starts: np.ndarray | None, at: int) -> int:
+    """How far RE2 steps past an empty match at byte `at`: the whole character there, or one
+    byte inside a character, at an ill-formed byte or at the end."""
+    if starts is None:
+        return 1
+    char = int(np.searchsorted(starts, at))
+    if char >= len(text) or starts[char] != at:
+        return 1
+    return int(starts[char + 1] - at)
+
+
+def _next_match(compiled: re.Pattern, text: str, starts: np.ndarray | None, at: int,
+                inside: re.Match | None) -> tuple[int, int, re.Match] | None:
+    """The first match at byte `at` or later: (start byte, end byte, match)."""
+    if starts is None:
+        found = compiled.search(text, at)
+        return None if found is None else (found.start(), found.end(), found)
+    char = int(np.searchsorted(starts, at))
+    if inside is not None and starts[char] != at:
+        return at, at, inside
+    found = compiled.search(text, char)
+    if inside is not None:
+        stop = found.start() if found is not None else len(text)
+        multibyte = np.flatnonzero(np.diff(starts[char:stop + 1]) > 1)
+        if multibyte.size:
+            position = int(starts[char + multibyte[0]]) + 1
+            return position, position, inside
+    return None if found is None else (int(starts[found.start()]), int(starts[found.end()]), found)

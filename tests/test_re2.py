@@ -28,3 +28,9 @@ def test_unicode_general_categories_are_translated():
     pattern = np.array(b"\\pL|\\p{Nd}", dtype=object)
     matched = regex_full_match(_strings("é", "Ω", "3", "٣", "_"), pattern)
     assert matched[0].tolist() == [True, True, True, True, False]
+
+
+def test_patterns_that_are_not_utf8_are_refused():
+    """As RE2 refuses them (TensorFlow's error message then holds the bad bytes)."""
+    with pytest.raises(KernelError, match="invalid UTF-8"):
+        regex_full_match(_strings("a"), np.array(b"a\xff", dtype=object))

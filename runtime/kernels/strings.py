@@ -76,8 +76,12 @@ def sharded_filespec(basename: np.ndarray, num_shards: np.ndarray, **_) -> tuple
 
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: bytes, op: str) -> re.Pattern:
+    """A pattern must be UTF-8 text, as RE2 requires."""
     try:
-        return re.compile(re2.translate(pattern.decode("utf-8", "surrogateescape")))
+        return re.compile(re2.translate(pattern.decode("utf-8")))
+    except UnicodeDecodeError:
+        raise KernelError(f"{op}: Invalid pattern: {pattern.decode('utf-8', 'replace')}, "
+                          f"error: invalid UTF-8") from None
     except (re.error, re2.Re2Error) as err:
         raise KernelError(f"{op}: Invalid pattern: {pattern.decode('utf-8', 'replace')}, "
                           f"error: {err}") from None
@@ -496,27 +500,15 @@ def _rewrite(rewrite: bytes, groups: int, op: str) -> tuple:
     return tuple(parts)
 
 
-def _replace(text: str, compiled: re.Pattern, parts: tuple, replace_global: bool) -> str:
-    """RE2's Replace / GlobalReplace: an empty match right where the previous match ended is
-    skipped (Python's `re.sub` takes it)."""
-    out, position, last_end = [], 0, -1
-    for match in compiled.finditer(text):
-        if match.start() == match.end() == last_end:
-            continue
-        out.append(text[position:match.start()])
-        out.extend(p if isinstance(p, str) else match.group(p) or "" for p in parts)
-        position = last_end = match.end()
-        if not replace_global:
-            break
-    out.append(text[position:])
-    return "".join(out)
-
-
 def _regex_replace(input, pattern: bytes, rewrite: bytes, replace_global: bool, op: str) -> tuple:
     compiled = _compile(pattern, op)
     parts = _rewrite(rewrite, compiled.groups, op)
+
+    def expand(match: re.Match) -> str:
+        return "".join(p if isinstance(p, str) else match.group(p) or "" for p in parts)
+
     strings = np.asarray(input, dtype=object)
-    replaced = [re2.encode(_replace(re2.decode(s), compiled, parts, replace_global))
+    replaced = [re2.replace(compiled, s, expand, replace_global)
                 for s in map(as_bytes, strings.ravel().tolist())]
     return (objects(replaced, strings.shape),)
 

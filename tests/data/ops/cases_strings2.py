@@ -247,7 +247,17 @@ _RE_INVALID = _s(b"a\xffb", b"\xe2\x82", b"\xc3\xa9\xff", b"\xff", b"\xed\xa0\x8
 _RE2_INVALID_BYTES = [".", "[^a]", r"\W", "a.b", ".*", "[^a]+", r"\S", r"\pL", "[\x80-\xff]",
                       "(?s).", r"\PL", "[[:^alpha:]]", r"[^\pL]", "x*"]
 
+_RE_WIDE = _s("1٣", "٣٣x", "aé", "é", "€𝄞", "", "a\xffé", "x٣y")
+_RE2_INSIDE_CHARACTERS = [r"\B", "x*", "a|", r"\b", "(?:)", "$", "^", r"\B|é", "(?m)$", r"\B\B",
+                          r"(x*)\B", "é*", r"[^a]*"]
+
 RE2 = [
+    *[case("StaticRegexReplace", name=f"re2_inside_{i}", input=_RE_WIDE, pattern=p,
+           rewrite="<\\0>") for i, p in enumerate(_RE2_INSIDE_CHARACTERS)],
+    *[case("StaticRegexReplace", name=f"re2_inside_first_{i}", input=_RE_WIDE, pattern=p,
+           rewrite="<>", replace_global=False) for i, p in enumerate(_RE2_INSIDE_CHARACTERS)],
+    case("RegexReplace", name="re2_inside_groups", input=_RE_WIDE, pattern=_scalar(r"(x*)\B(y?)"),
+         rewrite=_scalar("[\\1|\\2]")),
     *[case("StaticRegexReplace", name=f"re2_invalid_bytes_{i}", input=_RE_INVALID, pattern=p,
            rewrite="<>") for i, p in enumerate(_RE2_INVALID_BYTES)],
     *[case("StaticRegexReplace", name=f"re2_{i}", input=_RE_TEXT, pattern=p, rewrite="<>")
