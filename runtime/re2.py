@@ -22,11 +22,12 @@ Text: `decode` reads bytes as RE2 does: UTF-8, where a UTF-8-encoded surrogate (
 is one character and every other ill-formed byte matches nothing (it becomes U+DC80..U+DCFF,
 which `.` and every class leave out); `encode` turns the result back into the same bytes.
 
-Known differences that remain: after an empty match RE2 can match again inside a multi-byte
-character (TensorFlow's StaticRegexReplace with `x*` puts the rewrite between the bytes of
-`é`); here the text is matched as characters. A repetition of a sub-pattern that can match
-empty (`(|a)+`) may stop at a different point. An encoded surrogate in U+DC80..U+DCFF reads as
-three ill-formed bytes.
+`replace` is RE2's GlobalReplace over those bytes, matches inside multi-byte characters
+included (see there).
+
+Known differences that remain: a repetition of a sub-pattern that can match empty (`(|a)+`)
+may stop at a different point; an encoded surrogate in U+DC80..U+DCFF reads as three
+ill-formed bytes.
 """
 from __future__ import annotations
 
