@@ -119,6 +119,8 @@ def _windows(data: np.ndarray, lengths: np.ndarray, width: int, pad: int, left: 
     padded[right_at] = right
     starts = np.repeat(row_starts, counts) + _positions_within(counts)
     grams = padded[starts]
+    if not grams.size:
+        return grams, counts
     for k in range(1, width):
         grams = grams + separator + padded[starts + k]
     return grams, counts
