@@ -9,10 +9,9 @@ original bytes). Work on strings is per element by nature; these kernels hand th
 (`np.frompyfunc`, object-array ufuncs) where they can.
 
 Regular expressions: TensorFlow uses RE2 on UTF-8 text; these kernels translate each RE2
-pattern for Python's `re` (runtime/re2.py: RE2's ASCII-only classes, `$`, octal and `\\x{...}`
-escapes, flags; RE2's rejections rejected, and an error naming what it cannot express) and
-match it against the UTF-8-decoded text (bytes that are not valid UTF-8 match as single
-characters).
+pattern for Python's `re` and read the text as RE2 does (runtime/re2.py: RE2's ASCII-only
+classes, `$`, octal and `\\x{...}` escapes, flags, bytes that are not valid UTF-8, replacing
+over bytes; RE2's rejections rejected, and an error naming what it cannot express).
 """
 from __future__ import annotations
 
