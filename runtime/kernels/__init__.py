@@ -25,4 +25,5 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     search,
     reorder,
     ctc,
+    text, unicode,
 )

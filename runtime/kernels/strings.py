@@ -1,17 +1,17 @@
-"""String ops: the ones saver graphs and logging emit, and a few cheap companions.
+"""Element-wise string ops: joining and file names (what saver graphs emit), regular
+expressions, lengths and substrings, numbers to strings and back, StringFormat, case changes,
+stripping, and hashing into buckets. Ops that split, join across elements or build n-grams
+are in text.py; Unicode decoding and encoding in unicode.py.
 
 String tensors are numpy object arrays of `bytes`; string attrs arrive as `str` (decoded from
 the NodeDef's bytes with `surrogateescape`, so encoding them back the same way recovers the
 original bytes). Work on strings is per element by nature; these kernels hand the loop to numpy
 (`np.frompyfunc`, object-array ufuncs) where they can.
 
-Regular expressions: TensorFlow uses RE2 on UTF-8 text; these kernels use Python's `re` on the
-UTF-8-decoded text, which agrees on the patterns TensorFlow's own graphs use (`^s3://.*` in
-savers) and on ordinary patterns. Known differences: Python's `\\d`, `\\w`, `\\s` and `\\b` also
-match non-ASCII digits, letters and spaces (RE2's are ASCII only); RE2-only syntax such as
-`\\pL`, `\\C` or `\\z` is rejected as an invalid pattern; Python-only syntax such as
-backreferences and lookarounds is accepted where RE2 would reject it; bytes that are not valid
-UTF-8 are matched as single characters (RE2 matches none of them with `.`).
+Regular expressions: TensorFlow uses RE2 on UTF-8 text; these kernels translate each RE2
+pattern for Python's `re` and read the text as RE2 does (runtime/re2.py: RE2's ASCII-only
+classes, `$`, octal and `\\x{...}` escapes, flags, bytes that are not valid UTF-8, replacing
+over bytes; RE2's rejections rejected, and an error naming what it cannot express).
 """
 from __future__ import annotations
 
@@ -22,27 +22,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from savedmodel.runtime import dtypes
+from savedmodel.runtime import dtypes, re2
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.farmhash import fingerprint64
+from savedmodel.runtime.keyed_hash import hash64, siphash24
+from savedmodel.runtime.kernels.string_util import as_bytes, attr_bytes, objects, scalar_bytes
 from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
-
-
-def _attr_bytes(value: str) -> bytes:
-    """The original bytes of a string attr."""
-    return value.encode("utf-8", "surrogateescape")
-
-
-def _objects(items, shape) -> np.ndarray:
-    """An object array of the given shape holding `items` (a flat sequence of bytes)."""
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out.reshape(shape)
-
-
-def _as_bytes(value) -> bytes:
-    return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,7 +44,7 @@ def string_join(*inputs: np.ndarray, separator: str = "", **_) -> tuple[np.ndarr
         check(shape == shapes[0], f"StringJoin: Input shapes do not match: {list(shapes[0])} vs. "
                                   f"{list(shape)}")
     shape = shapes[0] if shapes else ()
-    sep = _attr_bytes(separator)
+    sep = attr_bytes(separator)
     joined = np.full(shape, b"", dtype=object)
     for i, x in enumerate(inputs):
         if i and sep:
@@ -67,25 +53,20 @@ def string_join(*inputs: np.ndarray, separator: str = "", **_) -> tuple[np.ndarr
     return (np.asarray(joined, dtype=object).reshape(shape),)
 
 
-def _scalar_bytes(value: np.ndarray, op: str, what: str) -> bytes:
-    check(np.ndim(value) == 0, f"{op}: {what} must be a scalar, got shape {list(np.shape(value))}")
-    return _as_bytes(np.asarray(value).item())
-
-
 @kernel("ShardedFilename")
 def sharded_filename(basename: np.ndarray, shard: np.ndarray, num_shards: np.ndarray,
                      **_) -> tuple[np.ndarray]:
-    base = _scalar_bytes(basename, "ShardedFilename", "basename")
+    base = scalar_bytes(basename, "ShardedFilename", "basename")
     name = b"%s-%05d-of-%05d" % (base, scalar_int(shard, "ShardedFilename: shard"),
                                  scalar_int(num_shards, "ShardedFilename: num_shards"))
-    return (_objects([name], ()),)
+    return (objects([name], ()),)
 
 
 @kernel("ShardedFilespec")
 def sharded_filespec(basename: np.ndarray, num_shards: np.ndarray, **_) -> tuple[np.ndarray]:
-    base = _scalar_bytes(basename, "ShardedFilespec", "basename")
+    base = scalar_bytes(basename, "ShardedFilespec", "basename")
     spec = b"%s-?????-of-%05d" % (base, scalar_int(num_shards, "ShardedFilespec: num_shards"))
-    return (_objects([spec], ()),)
+    return (objects([spec], ()),)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,28 +75,32 @@ def sharded_filespec(basename: np.ndarray, num_shards: np.ndarray, **_) -> tuple
 
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: bytes, op: str) -> re.Pattern:
+    """A pattern must be UTF-8 text, as RE2 requires."""
     try:
-        return re.compile(pattern.decode("utf-8", "surrogateescape"))
-    except re.error as err:
+        return re.compile(re2.translate(pattern.decode("utf-8")))
+    except UnicodeDecodeError:
+        raise KernelError(f"{op}: Invalid pattern: {pattern.decode('utf-8', 'replace')}, "
+                          f"error: invalid UTF-8") from None
+    except (re.error, re2.Re2Error) as err:
         raise KernelError(f"{op}: Invalid pattern: {pattern.decode('utf-8', 'replace')}, "
                           f"error: {err}") from None
 
 
 def _full_match(strings: np.ndarray, compiled: re.Pattern) -> np.ndarray:
     match = np.frompyfunc(
-        lambda s: compiled.fullmatch(s.decode("utf-8", "surrogateescape")) is not None, 1, 1)
+        lambda s: compiled.fullmatch(re2.decode(s)) is not None, 1, 1)
     return np.asarray(match(np.asarray(strings, dtype=object)), dtype=bool).reshape(
         np.shape(strings))
 
 
 @kernel("StaticRegexFullMatch")
 def static_regex_full_match(input: np.ndarray, *, pattern: str, **_) -> tuple[np.ndarray]:
-    return (_full_match(input, _compile(_attr_bytes(pattern), "StaticRegexFullMatch")),)
+    return (_full_match(input, _compile(attr_bytes(pattern), "StaticRegexFullMatch")),)
 
 
 @kernel("RegexFullMatch")
 def regex_full_match(input: np.ndarray, pattern: np.ndarray, **_) -> tuple[np.ndarray]:
-    compiled = _compile(_scalar_bytes(pattern, "RegexFullMatch", "pattern"), "RegexFullMatch")
+    compiled = _compile(scalar_bytes(pattern, "RegexFullMatch", "pattern"), "RegexFullMatch")
     return (_full_match(input, compiled),)
 
 
@@ -147,13 +132,16 @@ def _char_offsets(s: bytes) -> list[int]:
 
 
 def _substr(s: bytes, pos: int, length: int, utf8: bool, index: int) -> bytes:
+    """A negative length means the rest of the string in bytes (TensorFlow reads it as a huge
+    unsigned count) but no characters at all in UTF8_CHAR units."""
     offsets = _char_offsets(s) if utf8 else None
     size = len(offsets) - 1 if utf8 else len(s)
     check(-size <= pos <= size, f"Substr: pos {pos} out of range for string {s!r} at index "
                                 f"{index}")
     start = pos + size if pos < 0 else pos
-    stop = size if length < 0 else min(size, start + length)
-    return s[offsets[start]:offsets[stop]] if utf8 else s[start:stop]
+    if utf8:
+        return s[offsets[start]:offsets[min(size, start + max(length, 0))]]
+    return s[start:] if length < 0 else s[start:start + length]
 
 
 @kernel("Substr")
@@ -170,7 +158,7 @@ def substr(input: np.ndarray, pos: np.ndarray, len: np.ndarray, *, unit: str = "
     utf8 = unit == "UTF8_CHAR"
     items = [_substr(s, p, n, utf8, i) for i, (s, p, n) in enumerate(zip(
         strings.ravel().tolist(), starts.ravel().tolist(), lengths.ravel().tolist()))]
-    return (_objects(items, strings.shape),)
+    return (objects(items, strings.shape),)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +172,7 @@ def _as_string_spec(dtype: np.dtype, precision: int, scientific: bool, shortest:
     conversion letter; validated once per attr combination."""
     check(not (scientific and shortest),
           "AsString: Cannot select both scientific and shortest notation")
-    check(len(_attr_bytes(fill)) <= 1, "AsString: Fill string must be one or fewer characters")
+    check(len(attr_bytes(fill)) <= 1, "AsString: Fill string must be one or fewer characters")
     check(fill in ("", " ", "+", "-", "0", "#"), f'AsString: Fill argument not supported: "{fill}"')
     if dtype.kind in "iub":
         name = _tf_name(dtype)
@@ -261,8 +249,8 @@ def as_string(input: np.ndarray, *, precision: int = -1, scientific: bool = Fals
         if width < 0:
             return (x,)
         pattern = b"%" + spec.encode() + b"s"
-        return (_objects([pattern % _as_bytes(v) for v in x.ravel().tolist()], x.shape),)
-    return (_objects(_as_string_values(x, spec, conversion), x.shape),)
+        return (objects([pattern % as_bytes(v) for v in x.ravel().tolist()], x.shape),)
+    return (objects(_as_string_values(x, spec, conversion), x.shape),)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,17 +259,18 @@ def as_string(input: np.ndarray, *, precision: int = -1, scientific: bool = Fals
 _SPACE = rb"[ \t\n\v\f\r]*"
 _INTEGER = re.compile(_SPACE + rb"([+-]?[0-9]+)" + _SPACE)
 _DECIMAL = re.compile(_SPACE + rb"([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                      rb"|inf|infinity|nan))" + _SPACE, re.IGNORECASE)
+                      rb"|inf|infinity|nan(?:\([0-9a-z_]*\))?))" + _SPACE, re.IGNORECASE)
 _HEXADECIMAL = re.compile(_SPACE + rb"([+-]?0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)"
                           rb"(?:p[+-]?[0-9]+)?)" + _SPACE, re.IGNORECASE)
 
 
 def parse_float(text: bytes) -> float | None:
     """absl::SimpleAtof's grammar: surrounding ASCII whitespace, decimal or hexadecimal
-    notation, inf/infinity/nan in any case; nothing else (no `_` separators, unlike float())."""
+    notation, inf/infinity/nan in any case, nan with strtod's `(chars)` payload; nothing else
+    (no `_` separators, unlike float())."""
     match = _DECIMAL.fullmatch(text)
     if match:
-        return float(match.group(1))
+        return float(match.group(1).split(b"(")[0])
     match = _HEXADECIMAL.fullmatch(text)
     return float.fromhex(match.group(1).decode()) if match else None
 
@@ -299,7 +288,7 @@ def _unparsable(text: bytes) -> str:
 def string_to_number(string_tensor: np.ndarray, *, out_type=None, **_) -> tuple[np.ndarray]:
     dtype = np.dtype(out_type.numpy if out_type is not None else np.float32)
     strings = np.asarray(string_tensor, dtype=object)
-    texts = [_as_bytes(s) for s in strings.ravel().tolist()]
+    texts = [as_bytes(s) for s in strings.ravel().tolist()]
     if dtype.kind == "f":
         values = [parse_float(t) for t in texts]
     else:
@@ -344,7 +333,7 @@ def _element_printer(dtype: np.dtype) -> Callable | None:
     """How TensorFlow prints one element of a tensor of `dtype`; None for the types it prints
     as `?` (complex numbers)."""
     if dtype.kind == "O":
-        return lambda v: _quoted(_as_bytes(v))
+        return lambda v: _quoted(as_bytes(v))
     if dtype.kind == "b":
         return lambda v: b"1" if v else b"0"
     if dtype.kind in "iu":
@@ -411,42 +400,81 @@ def _split_template(template: bytes, placeholder: bytes) -> list[bytes]:
 @kernel("StringFormat")
 def string_format(*inputs: np.ndarray, template: str, placeholder: str = "%s",
                   summarize: int = 3, **_) -> tuple[np.ndarray]:
-    pieces = _split_template(_attr_bytes(template), _attr_bytes(placeholder))
+    pieces = _split_template(attr_bytes(template), attr_bytes(placeholder))
     check(len(pieces) - 1 == len(inputs), f"StringFormat: num placeholders in template and num "
                                           f"inputs must match: {len(pieces) - 1} vs. "
                                           f"{len(inputs)}")
     out = [pieces[0]]
     for x, piece in zip(inputs, pieces[1:]):
         out += [_summarize(np.asarray(x), summarize), piece]
-    return (_objects([b"".join(out)], ()),)
+    return (objects([b"".join(out)], ()),)
 
 
 # ---------------------------------------------------------------------------------------------
 # Text preprocessing (what Keras' TextVectorization, Hashing and lookup layers emit):
-# StringLower, RegexReplace, StringSplitV2, StringToHashBucketFast
+# case changes, hashing into buckets, RegexReplace
+
+
+def _hash_buckets(input: np.ndarray, num_buckets: int, op: str, hash_one) -> tuple[np.ndarray]:
+    check(num_buckets >= 1, f"{op}: num_buckets must be at least 1, got {num_buckets}")
+    strings = np.asarray(input, dtype=object)
+    buckets = [hash_one(s) % num_buckets for s in map(as_bytes, strings.ravel().tolist())]
+    return (np.array(buckets, dtype=np.int64).reshape(strings.shape),)
 
 
 @kernel("StringToHashBucketFast")
 def string_to_hash_bucket_fast(input: np.ndarray, *, num_buckets: int, **_) -> tuple[np.ndarray]:
     """Each string's FarmHash Fingerprint64, modulo the number of buckets."""
-    check(num_buckets >= 1, f"StringToHashBucketFast: num_buckets must be at least 1, got {num_buckets}")
+    return _hash_buckets(input, num_buckets, "StringToHashBucketFast", fingerprint64)
+
+
+@kernel("StringToHashBucket")
+def string_to_hash_bucket(string_tensor: np.ndarray, *, num_buckets: int, **_) -> tuple[np.ndarray]:
+    """The deprecated op: tensorflow::Hash64 (MurmurHash64A), not Fingerprint64, modulo the
+    number of buckets."""
+    return _hash_buckets(string_tensor, num_buckets, "StringToHashBucket", hash64)
+
+
+@kernel("StringToHashBucketStrong")
+def string_to_hash_bucket_strong(input: np.ndarray, *, num_buckets: int, key: list,
+                                 **_) -> tuple[np.ndarray]:
+    """SipHash-2-4 under the two-word `key` attr (int64s read as uint64s), modulo the number
+    of buckets."""
+    check(len(key) == 2, f"StringToHashBucketStrong: Key must have 2 elements, got {len(key)}")
+    words = (int(key[0]), int(key[1]))
+    return _hash_buckets(input, num_buckets, "StringToHashBucketStrong",
+                         lambda s: siphash24(words, s))
+
+
+def _change_case(input: np.ndarray, encoding: str, op: str, ascii_change, text_change) -> tuple:
+    """Without an encoding only ASCII letters change (other bytes pass through); with `utf-8`
+    the text changes case as Unicode (full case mappings: `ß` uppercases to `SS`), ill-formed
+    UTF-8 reading as U+FFFD as ICU reads it."""
+    check(encoding in ("", "utf-8"), f"{op}: unsupported encoding {encoding!r}")
     strings = np.asarray(input, dtype=object)
-    buckets = [fingerprint64(s) % num_buckets for s in map(_as_bytes, strings.ravel().tolist())]
-    return (np.array(buckets, dtype=np.int64).reshape(strings.shape),)
+    items = map(as_bytes, strings.ravel().tolist())
+    if encoding:
+        changed = [text_change(s.decode("utf-8", "replace")).encode("utf-8") for s in items]
+    else:
+        changed = [ascii_change(s) for s in items]
+    return (objects(changed, strings.shape),)
 
 
 @kernel("StringLower")
 def string_lower(input: np.ndarray, *, encoding: str = "", **_) -> tuple[np.ndarray]:
-    """Without an encoding only ASCII letters change (bytes pass through); with `utf-8` the
-    text is lowercased as Unicode."""
-    check(encoding in ("", "utf-8"), f"StringLower: unsupported encoding {encoding!r}")
+    return _change_case(input, encoding, "StringLower", bytes.lower, str.lower)
+
+
+@kernel("StringUpper")
+def string_upper(input: np.ndarray, *, encoding: str = "", **_) -> tuple[np.ndarray]:
+    return _change_case(input, encoding, "StringUpper", bytes.upper, str.upper)
+
+
+@kernel("StringStrip")
+def string_strip(input: np.ndarray, **_) -> tuple[np.ndarray]:
+    """ASCII whitespace off both ends (space, \\t, \\n, \\v, \\f, \\r), as bytes.strip does."""
     strings = np.asarray(input, dtype=object)
-    if encoding:
-        lower = [s.decode("utf-8", "surrogateescape").lower().encode("utf-8", "surrogateescape")
-                 for s in map(_as_bytes, strings.ravel().tolist())]
-    else:
-        lower = [s.lower() for s in map(_as_bytes, strings.ravel().tolist())]
-    return (_objects(lower, strings.shape),)
+    return (objects([as_bytes(s).strip() for s in strings.ravel().tolist()], strings.shape),)
 
 
 _REWRITE_PART = re.compile(r"\\(.)|[^\\]+|\\$", re.DOTALL)
@@ -471,79 +499,28 @@ def _rewrite(rewrite: bytes, groups: int, op: str) -> tuple:
     return tuple(parts)
 
 
-def _replace(text: str, compiled: re.Pattern, parts: tuple, replace_global: bool) -> str:
-    """RE2's Replace / GlobalReplace: an empty match right where the previous match ended is
-    skipped (Python's `re.sub` takes it)."""
-    out, position, last_end = [], 0, -1
-    for match in compiled.finditer(text):
-        if match.start() == match.end() == last_end:
-            continue
-        out.append(text[position:match.start()])
-        out.extend(p if isinstance(p, str) else match.group(p) or "" for p in parts)
-        position = last_end = match.end()
-        if not replace_global:
-            break
-    out.append(text[position:])
-    return "".join(out)
-
-
 def _regex_replace(input, pattern: bytes, rewrite: bytes, replace_global: bool, op: str) -> tuple:
     compiled = _compile(pattern, op)
     parts = _rewrite(rewrite, compiled.groups, op)
+
+    def expand(match: re.Match) -> str:
+        return "".join(p if isinstance(p, str) else match.group(p) or "" for p in parts)
+
     strings = np.asarray(input, dtype=object)
-    replaced = [_replace(s.decode("utf-8", "surrogateescape"), compiled, parts, replace_global)
-                .encode("utf-8", "surrogateescape") for s in map(_as_bytes, strings.ravel().tolist())]
-    return (_objects(replaced, strings.shape),)
+    replaced = [re2.replace(compiled, s, expand, replace_global)
+                for s in map(as_bytes, strings.ravel().tolist())]
+    return (objects(replaced, strings.shape),)
 
 
 @kernel("StaticRegexReplace")
 def static_regex_replace(input: np.ndarray, *, pattern: str, rewrite: str, replace_global: bool = True,
                          **_) -> tuple[np.ndarray]:
-    return _regex_replace(input, _attr_bytes(pattern), _attr_bytes(rewrite), replace_global,
+    return _regex_replace(input, attr_bytes(pattern), attr_bytes(rewrite), replace_global,
                           "StaticRegexReplace")
 
 
 @kernel("RegexReplace")
 def regex_replace(input: np.ndarray, pattern: np.ndarray, rewrite: np.ndarray, *,
                   replace_global: bool = True, **_) -> tuple[np.ndarray]:
-    return _regex_replace(input, _scalar_bytes(pattern, "RegexReplace", "pattern"),
-                          _scalar_bytes(rewrite, "RegexReplace", "rewrite"), replace_global, "RegexReplace")
-
-
-_WHITESPACE = b" \t\n\v\f\r"
-
-
-def _split_at_whitespace(text: bytes, maxsplit: int) -> list[bytes]:
-    """TensorFlow's whitespace split: tokens between runs of whitespace, none empty, except
-    that after `maxsplit` tokens the rest (past the whitespace that follows the last one)
-    is one more token even when it is empty, and a `maxsplit` of 0 keeps the text whole.
-    (Python's `bytes.split(None, maxsplit)` differs on both.)"""
-    if maxsplit == 0:
-        return [text]
-    tokens = []
-    rest = text.lstrip(_WHITESPACE)
-    while rest:
-        token = rest.split(None, 1)[0]
-        tokens.append(token)
-        rest = rest[len(token):].lstrip(_WHITESPACE)
-        if len(tokens) == maxsplit:
-            tokens.append(rest)
-            break
-    return tokens
-
-
-@kernel("StringSplitV2")
-def string_split_v2(input: np.ndarray, sep: np.ndarray, *, maxsplit: int = -1, **_) -> tuple:
-    """Split each string of a vector; the result is a sparse matrix (indices, values, shape).
-    A separator splits as Python's `bytes.split(sep, maxsplit)` does; an empty one splits at
-    runs of whitespace (see `_split_at_whitespace`)."""
-    strings = np.asarray(input, dtype=object)
-    check(strings.ndim == 1, f"StringSplitV2: input must be a vector, got shape: {list(strings.shape)}")
-    separator = _scalar_bytes(sep, "StringSplitV2", "sep")
-    tokens = [_as_bytes(s).split(separator, maxsplit) if separator else _split_at_whitespace(_as_bytes(s), maxsplit)
-              for s in strings.tolist()]
-    indices = [(row, column) for row, items in enumerate(tokens) for column in range(len(items))]
-    width = max(map(len, tokens), default=0)
-    return (np.array(indices, dtype=np.int64).reshape(-1, 2),
-            _objects([t for items in tokens for t in items], (len(indices),)),
-            np.array([len(tokens), width], dtype=np.int64))
+    return _regex_replace(input, scalar_bytes(pattern, "RegexReplace", "pattern"),
+                          scalar_bytes(rewrite, "RegexReplace", "rewrite"), replace_global, "RegexReplace")
