@@ -6,6 +6,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     common,
     control_flow,
     gather,
+    image,
     io,
     logging,
     lookup,
