@@ -5,6 +5,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     checkpoint_ops,
     common,
     control_flow,
+    detection,
     gather,
     image,
     io,
