@@ -31,6 +31,8 @@ pytestmark = needs_native
 FROZEN = sorted((DATA / "frozen").glob("*.pb"))
 ALL_MODELS = [p for p in SAVEDMODELS + EXTRA_MODELS if p.name not in NUMPY_ONLY]
 """The models the native engine runs (all but those tests/data/models/numpy_only.txt lists)."""
+NATIVE_CASES = [case for case in _signature_cases() if case.values[0].name not in NUMPY_ONLY]
+"""Their signatures (model directory, signature key)."""
 
 
 def test_the_native_engine_is_built():
@@ -39,8 +41,7 @@ def test_the_native_engine_is_built():
     assert {"Conv2D", "MatMul", "While", "VarHandleOp"} <= set(native.ops())
 
 
-@pytest.mark.parametrize("model_dir, signature", [case for case in _signature_cases()
-                                                   if case.values[0].name not in NUMPY_ONLY])
+@pytest.mark.parametrize("model_dir, signature", NATIVE_CASES)
 def test_signature_gives_tensorflows_outputs(model_dir, signature):
     feeds, expected = _feeds_and_expected(model_dir, signature)
     model = load(model_dir, engine="native")
@@ -248,7 +249,7 @@ def _binary() -> Path:
     return Path(found)
 
 
-@pytest.mark.parametrize("model_dir, signature", _signature_cases())
+@pytest.mark.parametrize("model_dir, signature", NATIVE_CASES)
 def test_the_binary_gives_tensorflows_outputs_with_no_python_on_path(model_dir, signature, tmp_path):
     feeds, expected = _feeds_and_expected(model_dir, signature)
     spec = []
