@@ -31,11 +31,12 @@ def _scalar(value, what: str) -> np.generic:
 
 
 def _corners(boxes: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(ymin, xmin, ymax, xmax) in float32 whichever order the corners come in; min and max
-    pick as C++'s std::min/std::max do, so a NaN coordinate gives what TensorFlow's gives."""
+    """(ymin, xmin, ymax, xmax, area) in float32 whichever order the corners come in; min and
+    max pick as C++'s std::min/std::max do, so a NaN coordinate gives what TensorFlow's gives."""
     b = boxes.astype(np.float32)
     y1, x1, y2, x2 = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return _cmin(y1, y2), _cmin(x1, x2), _cmax(y1, y2), _cmax(x1, x2)
+    ymin, xmin, ymax, xmax = _cmin(y1, y2), _cmin(x1, x2), _cmax(y1, y2), _cmax(x1, x2)
+    return ymin, xmin, ymax, xmax, (ymax - ymin) * (xmax - xmin)
 
 
 def _cmin(a, b):
@@ -46,31 +47,65 @@ def _cmax(a, b):
     return np.where(a < b, b, a)
 
 
-def _iou(corners: tuple[np.ndarray, ...], i: int, others: np.ndarray) -> np.ndarray:
-    """IoU of box i with each box in `others`, float32, 0 where either box has no area."""
-    ymin, xmin, ymax, xmax = corners
-    area_i = (ymax[i] - ymin[i]) * (xmax[i] - xmin[i])
-    area_j = (ymax[others] - ymin[others]) * (xmax[others] - xmin[others])
+def _iou(corners: tuple[np.ndarray, ...], a, b) -> np.ndarray:
+    """IoU of boxes a (candidates) and b (selected), broadcast against each other, float32,
+    0 where either box has no area. (numpy's NaN-propagating min and max are safe here: a
+    corner is NaN only if its box's area is, and the IoU is NaN then either way.)"""
+    ymin, xmin, ymax, xmax, area = corners
+    area_a, area_b = area[a], area[b]
     zero = np.float32(0)
-    height = _cmax(_cmin(ymax[i], ymax[others]) - _cmax(ymin[i], ymin[others]), zero)
-    width = _cmax(_cmin(xmax[i], xmax[others]) - _cmax(xmin[i], xmin[others]), zero)
+    height = np.maximum(np.minimum(ymax[a], ymax[b]) - np.maximum(ymin[a], ymin[b]), zero)
+    width = np.maximum(np.minimum(xmax[a], xmax[b]) - np.maximum(xmin[a], xmin[b]), zero)
     inter = height * width
     with np.errstate(all="ignore"):
-        iou = inter / (area_i + area_j - inter)
-    return np.where((area_i <= 0) | (area_j <= 0), zero, iou).astype(np.float32)
+        iou = inter / (area_a + area_b - inter)
+    return np.where((area_a <= 0) | (area_b <= 0), zero, iou).astype(np.float32)
 
 
 def _select(scores: np.ndarray, similarity, max_output: int, threshold, score_threshold,
             sigma=None) -> tuple[list[int], list]:
     """TensorFlow's greedy selection (DoNonMaxSuppressionOp): the indices and final scores
-    of the selected boxes, in selection order. `similarity(i, selected)` gives box i's overlap
-    with each selected box, in the dtype of `scores`."""
+    of the selected boxes, in selection order. `similarity(candidates, selected)` gives the
+    overlaps of candidate and selected boxes (index arrays broadcast together) in the dtype
+    of `scores`."""
     check(max_output >= 0, "output size must be non-negative")
     t = scores.dtype.type
     threshold, score_threshold = t(threshold), t(score_threshold)
+    candidates = np.flatnonzero(scores > score_threshold)
+    order = candidates[np.lexsort((candidates, -scores[candidates].astype(np.float64)))]
+    if sigma is None or not t(sigma) > 0:
+        found = _select_hard(order, similarity, max_output, threshold)
+        if found is not None:
+            return found, [scores[i] for i in found]
+    return _select_queue(scores, order, similarity, max_output, threshold, score_threshold, sigma)
+
+
+def _select_hard(order: np.ndarray, similarity, max_output: int, threshold) -> list[int] | None:
+    """Hard NMS one selected box at a time: take the best candidate left, drop every candidate
+    after it that overlaps it above the threshold. Gives the queue's result whenever no
+    overlap is NaN (a NaN overlap zeroes a score instead, see `_select_queue`); None then."""
+    selected: list[int] = []
+    remaining = order
+    while len(selected) < max_output and remaining.size:
+        chosen = int(remaining[0])
+        selected.append(chosen)
+        remaining = remaining[1:]
+        sims = similarity(remaining, chosen)
+        if np.isnan(sims).any():
+            return None
+        remaining = remaining[~(sims > threshold)]
+    return selected
+
+
+def _select_queue(scores: np.ndarray, order: np.ndarray, similarity, max_output: int, threshold,
+                  score_threshold, sigma) -> tuple[list[int], list]:
+    """The selection exactly as TensorFlow's priority queue runs it: a candidate is compared
+    with the boxes selected since it was last looked at, its score decays (soft-NMS) or drops
+    to 0 (a NaN overlap), and a decayed candidate goes back into the queue."""
+    t = scores.dtype.type
     soft = sigma is not None and t(sigma) > 0
     scale = t(-0.5) / t(sigma) if soft else t(0)
-    queue = [(-float(s), int(i), s, 0) for i, s in enumerate(scores) if s > score_threshold]
+    queue = [(-float(scores[i]), int(i), scores[i], 0) for i in order]
     heapq.heapify(queue)
     selected: list[int] = []
     kept_scores: list = []
@@ -116,8 +151,20 @@ def _iou_threshold(value, dtype: np.dtype, what: str = "iou_threshold"):
 
 
 def _box_similarity(boxes: np.ndarray, dtype: np.dtype):
+    """similarity(candidates, selected), one of them a single box: IoUs in `dtype`. IoU is
+    symmetric, so each selected box's IoUs with every box are computed once and kept (a
+    CombinedNonMaxSuppression with shared boxes reuses them across classes)."""
     corners = _corners(boxes)
-    return lambda i, others: _iou(corners, i, others).astype(dtype)
+    everything = np.arange(boxes.shape[0])
+    rows: dict[int, np.ndarray] = {}
+
+    def similarity(candidates, selected) -> np.ndarray:
+        one, many = (selected, candidates) if np.ndim(selected) == 0 else (candidates, selected)
+        row = rows.get(int(one))
+        if row is None:
+            row = rows[int(one)] = _iou(corners, everything, int(one)).astype(dtype)
+        return row[many]
+    return similarity
 
 
 def _nms(boxes, scores, max_output_size, iou_threshold, score_threshold, sigma=None):
@@ -195,7 +242,8 @@ def non_max_suppression_with_overlaps(overlaps, scores, max_output_size, overlap
     check(overlaps.shape[0] == overlaps.shape[1],
           f"overlaps must be square, got shape {list(overlaps.shape)}")
     _check_scores(scores, overlaps.shape[0])
-    selected, _ = _select(scores, lambda i, others: overlaps[i, others], max_output, threshold, low)
+    selected, _ = _select(scores, lambda candidates, chosen: overlaps[candidates, chosen], max_output,
+                          threshold, low)
     return (_indices(selected),)
 
 
@@ -244,10 +292,11 @@ def _combined_batch(boxes: np.ndarray, scores: np.ndarray, per_class: int, thres
                     low) -> list[tuple]:
     """One image's detections of every class, best score first: (score, class, box)."""
     found = []
+    shared = _box_similarity(boxes[:, 0], np.dtype(np.float32)) if boxes.shape[1] == 1 else None
     for cls in range(scores.shape[1]):
         class_boxes = boxes[:, cls if boxes.shape[1] > 1 else 0]
-        selected, kept = _select(scores[:, cls], _box_similarity(class_boxes, np.dtype(np.float32)),
-                                 per_class, threshold, low)
+        similarity = shared or _box_similarity(class_boxes, np.dtype(np.float32))
+        selected, kept = _select(scores[:, cls], similarity, per_class, threshold, low)
         found += [(score, cls, class_boxes[i]) for i, score in zip(selected, kept)]
     order = sorted(range(len(found)), key=lambda k: -float(found[k][0]))
     return [found[k] for k in order]
