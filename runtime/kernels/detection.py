@@ -9,8 +9,9 @@ back into the queue while its score stays above the threshold. Scores, threshold
 are computed in the op's dtype T (float16 rounds after each step, as Eigen's half does); IoU is
 computed in float32 from the corners in either order (TensorFlow normalizes y2 < y1).
 
-The loop over candidates is a Python loop over boxes (each step one vectorized IoU against
-the boxes selected so far); NaN scores never pass the threshold test and are never selected.
+Hard suppression loops over the selected boxes (each step drops every candidate the new box
+overlaps, one vectorized comparison); the queue that soft-NMS needs loops over candidates. NaN
+scores never pass the threshold test and are never selected.
 CombinedNonMaxSuppression's priority queue and final sort are not stable in TensorFlow, so
 equal scores may come out in another order there; here they keep index (then class) order.
 """
