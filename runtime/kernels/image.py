@@ -99,13 +99,13 @@ def resize_bilinear(images, size, *, align_corners: bool = False, half_pixel_cen
     y_lo, y_hi, y_lerp = _bilinear_axis(height, images.shape[1], align_corners, half_pixel_centers)
     x_lo, x_hi, x_lerp = _bilinear_axis(width, images.shape[2], align_corners, half_pixel_centers)
     pixels = images.astype(_F32)
-    top, bottom = pixels[:, y_lo], pixels[:, y_hi]
 
     def across(rows: np.ndarray) -> np.ndarray:
-        left, right = rows[:, :, x_lo], rows[:, :, x_hi]
-        return left + (right - left) * x_lerp[:, None]
+        left = np.take(rows, x_lo, axis=2)
+        return left + (np.take(rows, x_hi, axis=2) - left) * x_lerp[:, None]
 
-    top, bottom = across(top), across(bottom)
+    top = across(np.take(pixels, y_lo, axis=1))
+    bottom = across(np.take(pixels, y_hi, axis=1))
     return ((top + (bottom - top) * y_lerp[:, None, None]).astype(_F32),)
 
 
