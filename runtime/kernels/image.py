@@ -444,7 +444,7 @@ def _projective(images, transforms, output_shape, interpolation: str, fill_mode:
           and transforms.shape[1] == 8, "Input transform should be num_images x 8 or 1 x 8, got "
           f"shape {list(transforms.shape)}")
     height, width = _output_size(output_shape, "output_shape")
-    check(height >= 0 and width >= 0, f"output dimensions must be non-negative, got {height}x{width}")
+    check(height > 0 and width > 0, f"output dimensions must be positive, got {height}x{width}")
     ys = np.arange(height, dtype=_F32)[None, :, None]
     xs = np.arange(width, dtype=_F32)[None, None, :]
     t = [transforms[:, k][:, None, None] for k in range(8)]
