@@ -13,6 +13,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     lookup,
     math,
     nn,
+    png,
     ragged,
     random,
     reduction,
