@@ -471,7 +471,6 @@ def _read(images: np.ndarray, batch: np.ndarray, y: np.ndarray, x: np.ndarray, f
         inside = (y >= 0) & (y < height) & (x >= 0) & (x < width)
     row = np.where(inside, y, 0).astype(np.int64)
     col = np.where(inside, x, 0).astype(np.int64)
-    row, col = np.broadcast_to(row, (images.shape[0],) + row.shape[1:]), np.broadcast_to(col, (images.shape[0],) + col.shape[1:])
     return np.where(inside[..., None], images[batch, row, col], fill)
 
 
