@@ -357,12 +357,14 @@ def crop_and_resize(image, boxes, box_ind, crop_size, *, method: str = "bilinear
     if method == "nearest":
         crops = read(_round_half_away(ys).astype(np.int64), _round_half_away(xs).astype(np.int64))
     else:
-        top, bottom = np.floor(ys).astype(np.int64), np.ceil(ys).astype(np.int64)
-        left, right = np.floor(xs).astype(np.int64), np.ceil(xs).astype(np.int64)
-        y_lerp = (ys - np.floor(ys))[:, :, None, None]
-        x_lerp = (xs - np.floor(xs))[:, None, :, None]
-        upper = read(top, left) + (read(top, right) - read(top, left)) * x_lerp
-        lower = read(bottom, left) + (read(bottom, right) - read(bottom, left)) * x_lerp
+        y_floor, x_floor = np.floor(ys), np.floor(xs)
+        top, bottom = y_floor.astype(np.int64), np.ceil(ys).astype(np.int64)
+        left, right = x_floor.astype(np.int64), np.ceil(xs).astype(np.int64)
+        y_lerp = (ys - y_floor)[:, :, None, None]
+        x_lerp = (xs - x_floor)[:, None, :, None]
+        top_left, bottom_left = read(top, left), read(bottom, left)
+        upper = top_left + (read(top, right) - top_left) * x_lerp
+        lower = bottom_left + (read(bottom, right) - bottom_left) * x_lerp
         crops = upper + (lower - upper) * y_lerp
     inside = inside_y[:, :, None, None] & inside_x[:, None, :, None]
     return (np.where(inside, crops, fill).astype(_F32),)
@@ -389,18 +391,18 @@ def extract_image_patches(images, *, ksizes, strides, rates, padding: str, **_) 
     check(images.ndim == 4, f"input must be 4-dimensional, got shape {list(images.shape)}")
     rows = _window(images.shape[1], ksizes[1], strides[1], rates[1], padding)
     cols = _window(images.shape[2], ksizes[2], strides[2], rates[2], padding)
-    padded = np.pad(images, [(0, 0), rows[1], cols[1], (0, 0)])
     out_rows, out_cols = rows[0], cols[0]
+    depth = ksizes[1] * ksizes[2] * images.shape[3]
+    if out_rows == 0 or out_cols == 0:
+        return (np.zeros((images.shape[0], out_rows, out_cols, depth), images.dtype),)
+    padded = np.pad(images, [(0, 0), rows[1], cols[1], (0, 0)])
     taps = []
     for i in range(ksizes[1]):
         for j in range(ksizes[2]):
             top, left = i * rates[1], j * rates[2]
             taps.append(padded[:, top:top + (out_rows - 1) * strides[1] + 1:strides[1],
-                               left:left + (out_cols - 1) * strides[2] + 1:strides[2]]
-                        if out_rows and out_cols else
-                        np.zeros((images.shape[0], out_rows, out_cols, images.shape[3]), images.dtype))
+                               left:left + (out_cols - 1) * strides[2] + 1:strides[2]])
     patches = np.stack(taps, axis=3)
-    depth = ksizes[1] * ksizes[2] * images.shape[3]
     return (patches.reshape(images.shape[0], out_rows, out_cols, depth),)
 
 
