@@ -1,7 +1,8 @@
 """Image ops: resizing, cropping, patches, projective transforms, colour adjustments, boxes.
 
 Every kernel follows the arithmetic of TensorFlow's CPU kernel, in float32 where TensorFlow's
-is, so results match to the last bits rather than to a tolerance: sampling positions are
+is, so results match bit for bit (all recorded cases but the Lanczos filters, whose sine comes
+from another libm, and AdjustContrastv2, whose mean sums in another order): sampling positions are
 computed per output row and column (`(x + 0.5) * scale - 0.5` with half-pixel centers,
 `x * scale` in the legacy mode, scale `(in - 1) / (out - 1)` with align_corners), then applied
 to the whole image with index arrays, one vectorized multiply-add per filter tap. Resizes
