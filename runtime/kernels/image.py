@@ -12,7 +12,6 @@ never over pixels.
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from savedmodel.runtime.kernels.util import check
@@ -21,7 +20,6 @@ from savedmodel.runtime.registry import kernel
 _F32 = np.float32
 _TINY = 1000 * np.finfo(np.float32).tiny
 """Weight sums smaller than this leave the weights unnormalized (TensorFlow's guard)."""
-_NARROW_FLOATS = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 
 # ---------------------------------------------------------------------------------------------
