@@ -7,6 +7,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     control_flow,
     gather,
     io,
+    linalg,
     logging,
     lookup,
     math,

@@ -1,0 +1,189 @@
+"""Kernel cases for linear algebra: inverses, solves, Cholesky, determinants, Cross and the
+first versions of the matrix-diagonal ops.
+
+Matrices are well conditioned (random plus a multiple of the identity), so TensorFlow's and
+LAPACK's roundings differ by a few ulps times the condition number: single precision cases allow
+1e-4 relative. Qr, Svd and SelfAdjointEigV2, whose vectors are unique only up to sign or phase,
+are recorded separately (tests/data/linalg) and compared by invariants.
+"""
+import numpy as np
+
+_rng = np.random.default_rng(14)
+FLOATS = (np.float32, np.float64)
+COMPLEX = (np.complex64, np.complex128)
+_SINGLE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+def _tolerance(dtype) -> dict:
+    return _SINGLE if np.dtype(dtype) in (np.float32, np.complex64, np.float16) else {
+        "rtol": 1e-9, "atol": 1e-11}
+
+
+def _random(*shape, dtype=np.float32):
+    values = _rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        values = values + 1j * _rng.standard_normal(shape)
+    return values.astype(dtype)
+
+
+def _invertible(*shape, dtype=np.float32):
+    """Random matrices plus n times the identity: condition numbers of a few units."""
+    size = shape[-1]
+    return (_random(*shape, dtype=dtype) + 2 * size * np.eye(size)).astype(dtype)
+
+
+def _positive_definite(*shape, dtype=np.float32):
+    a = _random(*shape, dtype=dtype)
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
+
+
+def _name(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+def _inverse_cases():
+    found = [case("MatrixInverse", name=_name(d), input=_invertible(2, 3, 3, dtype=d),
+                  **_tolerance(d)) for d in FLOATS + COMPLEX + (np.float16,)]
+    found[-1]["rtol"], found[-1]["atol"] = 2e-3, 1e-3
+    found += [
+        case("MatrixInverse", name="adjoint", input=_invertible(3, 3, dtype=np.complex64),
+             adjoint=True, **_SINGLE),
+        case("MatrixInverse", name="matrix", input=_invertible(4, 4, dtype=np.float64)),
+        case("MatrixInverse", name="empty", input=_random(0, 0)),
+        case("MatrixInverse", name="empty_batch", input=_random(0, 3, 3)),
+        case("MatrixInverse", name="singular", error=True, input=np.array(
+            [[[1, 2], [2, 4]], [[1, 0], [0, 1]]], np.float32)),
+        case("MatrixInverse", name="not_square", error=True, dynamic=True, input=_random(2, 3)),
+    ]
+    return found
+
+
+def _solve_cases():
+    found = [case("MatrixSolve", name=_name(d), matrix=_invertible(2, 3, 3, dtype=d),
+                  rhs=_random(2, 3, 2, dtype=d), **_tolerance(d)) for d in FLOATS + COMPLEX]
+    found += [
+        case("MatrixSolve", name="adjoint", matrix=_invertible(3, 3, dtype=np.complex128),
+             rhs=_random(3, 1, dtype=np.complex128), adjoint=True),
+        case("MatrixSolve", name="empty", matrix=_random(0, 0), rhs=_random(0, 2)),
+        case("MatrixSolve", name="no_columns", matrix=_invertible(3, 3), rhs=_random(3, 0)),
+        case("MatrixSolve", name="singular", error=True,
+             matrix=np.array([[1, 2], [2, 4]], np.float64), rhs=_random(2, 1, dtype=np.float64)),
+        case("MatrixSolve", name="rows_mismatch", error=True, dynamic=True,
+             matrix=_invertible(3, 3), rhs=_random(2, 1)),
+    ]
+    return found
+
+
+def _triangular_cases():
+    found = [case("MatrixTriangularSolve", name=_name(d), matrix=_invertible(2, 3, 3, dtype=d),
+                  rhs=_random(2, 3, 2, dtype=d), **_tolerance(d)) for d in FLOATS + COMPLEX]
+    for lower in (True, False):
+        for adjoint in (False, True):
+            found.append(case("MatrixTriangularSolve", name=f"lower_{lower}_adjoint_{adjoint}",
+                              matrix=_invertible(4, 4, dtype=np.complex128),
+                              rhs=_random(4, 3, dtype=np.complex128), lower=lower,
+                              adjoint=adjoint))
+    found += [
+        case("MatrixTriangularSolve", name="broadcast", matrix=_invertible(2, 1, 3, 3),
+             rhs=_random(4, 3, 2), **_SINGLE),
+        case("MatrixTriangularSolve", name="broadcast_rhs", matrix=_invertible(2, 3, 3),
+             rhs=_random(3, 1), lower=False, **_SINGLE),
+        case("MatrixTriangularSolve", name="zero_diagonal", matrix=np.array(
+            [[0, 0], [1, 1]], np.float64), rhs=np.ones((2, 1))),
+        case("MatrixTriangularSolve", name="empty", matrix=_random(0, 0), rhs=_random(0, 2)),
+        case("MatrixTriangularSolve", name="empty_batch", matrix=_random(0, 2, 2),
+             rhs=_random(2, 1)),
+        case("MatrixTriangularSolve", name="rows_mismatch", error=True, dynamic=True,
+             matrix=_invertible(3, 3), rhs=_random(2, 1)),
+    ]
+    return found
+
+
+def _cholesky_cases():
+    found = [case("Cholesky", name=_name(d), input=_positive_definite(2, 4, 4, dtype=d),
+                  **_tolerance(d)) for d in FLOATS + COMPLEX]
+    mixed = _positive_definite(3, 3, 3, dtype=np.float64)
+    mixed[1] = -mixed[1]
+    found += [
+        case("Cholesky", name="not_positive_definite", input=mixed),
+        case("Cholesky", name="upper_ignored", input=np.triu(_random(3, 3), 1) * 100
+             + _positive_definite(3, 3), **_SINGLE),
+        case("Cholesky", name="empty", input=_random(0, 0)),
+        case("Cholesky", name="empty_batch", input=_random(2, 0, 0)),
+    ]
+    return found
+
+
+def _determinant_cases():
+    found = []
+    for op in ("MatrixDeterminant", "LogMatrixDeterminant"):
+        found += [case(op, name=_name(d), input=_invertible(2, 3, 3, dtype=d) - 3 * np.eye(3)
+                       .astype(d), **_tolerance(d)) for d in FLOATS + COMPLEX]
+        found += [
+            case(op, name="singular", input=np.array([[1, 2], [2, 4]], np.float64)),
+            case(op, name="negative", input=np.array([[0, 1], [1, 0]], np.float32)),
+            case(op, name="scalar_matrix", input=np.array([[-2.5]], np.float64)),
+            case(op, name="large", input=(30 * np.eye(40)).astype(np.float32), **_SINGLE),
+            case(op, name="empty", input=_random(0, 0)),
+            case(op, name="empty_batch", input=_random(0, 2, 2)),
+            case(op, name="not_square", error=True, dynamic=True, input=_random(2, 3)),
+        ]
+    return found
+
+
+def _cross_cases():
+    found = []
+    for dtype in (np.float32, np.float64, np.float16, np.int32, np.int64, np.int8, np.uint8):
+        values = _rng.integers(-5, 6, (2, 4, 3)) if np.dtype(dtype).kind == "i" else (
+            _rng.integers(0, 6, (2, 4, 3)) if np.dtype(dtype).kind == "u" else
+            _rng.standard_normal((2, 4, 3)))
+        other = _rng.integers(0, 6, (2, 4, 3))
+        found.append(case("Cross", name=_name(dtype), a=values.astype(dtype),
+                          b=other.astype(dtype)))
+    found += [
+        case("Cross", name="vector", a=np.array([1, 0, 0], np.float32),
+             b=np.array([0, 1, 0], np.float32)),
+        case("Cross", name="empty", a=_random(0, 3), b=_random(0, 3)),
+        case("Cross", name="specials", a=np.array([[np.inf, 1, 0], [np.nan, 0, 1]], np.float32),
+             b=np.array([[1, 1, 1], [1, 1, 1]], np.float32)),
+        case("Cross", name="shape_mismatch", error=True, dynamic=True, a=_random(2, 3),
+             b=_random(3, 3)),
+    ]
+    return found
+
+
+def _int(value):
+    return np.array(value, np.int32)
+
+
+def _diagonal_cases():
+    """V1 (main diagonal) and V2 (V3's arguments, diagonals packed LEFT_LEFT): a band of
+    diagonals of unequal lengths shows the packing."""
+    band = _random(2, 3, 4)
+    matrix = _random(2, 4, 5)
+    return [
+        case("MatrixDiag", name="float32", diagonal=_random(2, 3)),
+        case("MatrixDiag", name="int32", diagonal=np.arange(4, dtype=np.int32)),
+        case("MatrixDiag", name="empty", diagonal=_random(2, 0)),
+        case("MatrixDiagV2", name="band", diagonal=band, k=_int([-1, 1]), num_rows=_int(-1),
+             num_cols=_int(-1), padding_value=np.float32(9)),
+        case("MatrixDiagV2", name="rectangle", diagonal=_random(3), k=_int(1), num_rows=_int(3),
+             num_cols=_int(-1), padding_value=np.float32(0)),
+        case("MatrixDiagPart", name="wide", input=matrix),
+        case("MatrixDiagPart", name="tall", input=_random(5, 3).astype(np.float64)),
+        case("MatrixDiagPart", name="empty", input=_random(2, 0, 3)),
+        case("MatrixDiagPartV2", name="band", input=matrix, k=_int([-2, 1]),
+             padding_value=np.float32(7)),
+        case("MatrixDiagPartV2", name="out_of_bound", error=True, input=matrix, k=_int(5),
+             padding_value=np.float32(0)),
+        case("MatrixSetDiag", name="wide", input=matrix, diagonal=_random(2, 4)),
+        case("MatrixSetDiag", name="tall", input=_random(5, 3), diagonal=_random(3)),
+        case("MatrixSetDiag", name="wrong_length", error=True, dynamic=True, input=matrix,
+             diagonal=_random(2, 3)),
+        case("MatrixSetDiagV2", name="band", input=matrix, diagonal=_random(2, 3, 4),
+             k=_int([-1, 1])),
+    ]
+
+
+CASES = (_inverse_cases() + _solve_cases() + _triangular_cases() + _cholesky_cases()
+         + _determinant_cases() + _cross_cases() + _diagonal_cases())
