@@ -16,6 +16,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     random,
     reduction,
     signal,
+    special,
     strings,
     tensor_list,
     variables,

@@ -438,14 +438,19 @@ def _erf_series(a: Array, coefficients: tuple[float, ...]) -> Array:
     return _TWO_OVER_SQRT_PI * np.exp(-square) * a * total
 
 
-def _erfc_fraction(a: Array, depth: int) -> Array:
-    """erfc(a) for a >= 2 (and NaN, inf) from Laplace's continued fraction, evaluated from the
-    tail; the result keeps its relative accuracy far into the tail, where 1 - erf(a) would be
-    all rounding error."""
+def scaled_erfc_tail(a: Array, depth: int = 40) -> Array:
+    """exp(a^2) erfc(a) for a >= 2 (and NaN, inf) from Laplace's continued fraction, evaluated
+    from the tail (shared with the special functions' inverses of erfc)."""
     tail = np.zeros_like(a)
     for n in range(depth, 0, -1):
         tail = (0.5 * n) / (a + tail)
-    return _ONE_OVER_SQRT_PI * np.exp(-a * a) / (a + tail)
+    return _ONE_OVER_SQRT_PI / (a + tail)
+
+
+def _erfc_fraction(a: Array, depth: int) -> Array:
+    """erfc(a) for a >= 2; the result keeps its relative accuracy far into the tail, where
+    1 - erf(a) would be all rounding error."""
+    return np.exp(-a * a) * scaled_erfc_tail(a, depth)
 
 
 def _erf_and_erfc(x: Array) -> tuple[Array, Array]:
