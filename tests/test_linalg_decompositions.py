@@ -86,7 +86,8 @@ def test_decomposition_matches_tensorflow(record, arrays):
     assert len(outputs) == len(expected), where
     for ours, theirs in zip(outputs, expected):
         assert isinstance(ours, np.ndarray) and ours.dtype == theirs.dtype, where
-    {"Qr": _check_qr, "Svd": _check_svd, "SelfAdjointEigV2": _check_eig}[op](
+    {"Qr": _check_qr, "Svd": _check_svd, "SelfAdjointEigV2": _check_eig,
+     "Eig": _check_general_eig}[op](
         x, attrs, outputs, expected, tolerance, where)
 
 
@@ -137,3 +138,26 @@ def _check_eig(x, attrs, outputs, expected, tolerance, where) -> None:
     _close(hermitian @ v, v * e[..., None, :], tolerance, f"{where}: A v != v diag(e)")
     _same_up_to_phase(v, tf_v, _simple(tf_e.real, tolerance), tolerance,
                       f"{where}: v differs beyond a unit factor")
+
+
+def _check_general_eig(x, attrs, outputs, expected, tolerance, where) -> None:
+    """Eig's eigenvalues come in no defined order: ours are matched to TensorFlow's by value."""
+    (e, v), (tf_e, tf_v) = outputs, expected
+    assert e.shape == tf_e.shape and v.shape == tf_v.shape, where
+    if x.size == 0:
+        return
+    flat_e, flat_tf = e.reshape(-1, e.shape[-1]), tf_e.reshape(-1, e.shape[-1])
+    matches = [np.argmin(np.abs(ours[:, None] - theirs[None, :]), axis=0)
+               for ours, theirs in zip(flat_e, flat_tf)]
+    for order, ours, theirs in zip(matches, flat_e, flat_tf):
+        assert sorted(order.tolist()) == list(range(len(order))), f"{where}: eigenvalues differ"
+        _close(ours[order], theirs, tolerance, f"{where}: eigenvalues differ")
+    if not attrs.get("compute_v", True):
+        return
+    wide = x.astype(np.complex128)
+    _close(wide @ v, v * e[..., None, :], tolerance, f"{where}: A v != v diag(e)")
+    _close(np.linalg.norm(v, axis=-2), np.ones(e.shape), tolerance, f"{where}: |v| != 1")
+    flat_v, flat_tf_v = v.reshape((-1,) + v.shape[-2:]), tf_v.reshape((-1,) + v.shape[-2:])
+    for order, ours, theirs, values in zip(matches, flat_v, flat_tf_v, flat_tf):
+        _same_up_to_phase(ours[:, order], theirs, _simple(values, tolerance), tolerance,
+                          f"{where}: v differs beyond a unit factor")

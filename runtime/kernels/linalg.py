@@ -189,6 +189,178 @@ def self_adjoint_eig_v2(input: Array, *, compute_v: bool = True, **_) -> tuple[A
     return values.astype(x.dtype), vectors
 
 
+@kernel("Eig")
+def eig(input: Array, *, Tout=None, compute_v: bool = True, **_) -> tuple[Array, Array]:
+    """Eigenvalues and unit eigenvectors of general matrices, as complex numbers (in no
+    particular order: LAPACK's may differ from TensorFlow's, as may each vector's phase);
+    without compute_v, v is a scalar zero (uninitialized in TF)."""
+    x = _square(input, "Eig")
+    out_type = Tout.numpy if Tout is not None else np.result_type(x.dtype, np.complex64)
+    if x.size == 0:
+        values = np.zeros(x.shape[:-1], out_type)
+        return values, (np.zeros(x.shape, out_type) if compute_v else np.zeros((), out_type))
+    values, vectors = np.linalg.eig(x)
+    vectors = vectors.astype(out_type) if compute_v else np.zeros((), out_type)
+    return values.astype(out_type), vectors
+
+
+@kernel("Lu")
+def lu(input: Array, *, output_idx_type=None, **_) -> tuple[Array, Array]:
+    """Gaussian elimination with partial pivoting (the largest magnitude in each column, the
+    first of equals): L (unit diagonal, below) and U packed in one matrix, and p with
+    input[..., p, :] = L U. An exactly zero pivot fails the op, as in TensorFlow."""
+    dtype = np.asarray(input).dtype
+    x = _square(input, "Lu")
+    index_type = output_idx_type.numpy if output_idx_type is not None else np.dtype(np.int32)
+    size = x.shape[-1]
+    if x.size == 0:
+        return np.zeros(x.shape, dtype), np.zeros(x.shape[:-1], index_type)
+    packed = x.reshape((-1, size, size)).copy()
+    order = np.broadcast_to(np.arange(size), packed.shape[:-1]).copy()
+    rows = np.arange(packed.shape[0])
+    for k in range(size):
+        pivot = k + np.argmax(np.abs(packed[:, k:, k]), axis=-1)
+        packed[rows, [k], :], packed[rows, pivot, :] = packed[rows, pivot, :], packed[rows, [k], :]
+        order[rows, k], order[rows, pivot] = order[rows, pivot], order[rows, k]
+        packed[:, k + 1:, k] /= packed[:, k, k][:, None]
+        packed[:, k + 1:, k + 1:] -= packed[:, k + 1:, k:k + 1] * packed[:, k:k + 1, k + 1:]
+    if size and not np.all(np.diagonal(packed, axis1=-2, axis2=-1)):
+        raise KernelError("Lu: Input is not invertible.")
+    return packed.reshape(x.shape).astype(dtype), order.reshape(x.shape[:-1]).astype(index_type)
+
+
+@kernel("MatrixSolveLs")
+def matrix_solve_ls(matrix: Array, rhs: Array, l2_regularizer: Array, *, fast: bool = True,
+                    **_) -> tuple[Array]:
+    """Least squares through the regularized normal equations (fast: A^H A + l2 I for tall and
+    square A, A A^H + l2 I for wide ones), or the minimum-norm solution (fast=False)."""
+    a, b = _any_matrix(matrix, "MatrixSolveLs"), np.asarray(rhs)
+    if b.ndim != a.ndim or b.shape[:-2] != a.shape[:-2] or b.shape[-2] != a.shape[-2]:
+        raise KernelError(f"MatrixSolveLs: matrix and rhs must have the same batch dimensions "
+                          f"and number of rows: {shape_text(a)} vs. {shape_text(b)}")
+    rows, cols = a.shape[-2:]
+    out_shape = a.shape[:-2] + (cols, b.shape[-1])
+    if a.size == 0 or b.size == 0:
+        return (np.zeros(out_shape, b.dtype),)
+    if not fast:
+        return ((np.linalg.pinv(a) @ b).astype(b.dtype, copy=False),)
+    regularizer = float(np.asarray(l2_regularizer))
+    adjoint = _adjoint(a)
+    tall = rows >= cols
+    gram = adjoint @ a if tall else a @ adjoint
+    gram = gram + regularizer * np.eye(gram.shape[-1], dtype=gram.dtype)
+    try:
+        factor = np.linalg.cholesky(gram)
+    except np.linalg.LinAlgError:
+        raise KernelError("MatrixSolveLs: Input matrix was rank deficient or ill-conditioned. "
+                          "Try setting fast=False or provide a larger l2_regularizer > 0.") from None
+    solve = lambda right: _cholesky_solve(factor, right)  # noqa: E731
+    out = solve(adjoint @ b) if tall else adjoint @ solve(b)
+    return (out.astype(b.dtype, copy=False),)
+
+
+def _cholesky_solve(factor: Array, rhs: Array) -> Array:
+    """X with L L^H X = rhs, by two triangular substitutions."""
+    middle = np.zeros(np.broadcast_shapes(factor.shape[:-2], rhs.shape[:-2]) + rhs.shape[-2:],
+                      np.result_type(factor, rhs))
+    _substitute(factor, rhs, middle, lower=True)
+    out = np.zeros_like(middle)
+    _substitute(_adjoint(factor), middle, out, lower=False)
+    return out
+
+
+@kernel("TridiagonalSolve")
+def tridiagonal_solve(diagonals: Array, rhs: Array, *, partial_pivoting: bool = True,
+                      perturb_singular: bool = False, **_) -> tuple[Array]:
+    """Systems given by [.., 3, M] diagonals (super, main, sub; super's last and sub's first
+    element unused). A singular system gives NaNs, as in TensorFlow; without partial pivoting,
+    elimination runs in order and a zero pivot gives inf and NaN."""
+    d, b = np.asarray(diagonals), np.asarray(rhs)
+    if d.ndim < 2 or d.shape[-2] != 3 or b.ndim != d.ndim or b.shape[-2] != d.shape[-1] \
+            or b.shape[:-2] != d.shape[:-2]:
+        raise KernelError(f"TridiagonalSolve: expected diagonals [..., 3, M] and rhs [..., M, K] "
+                          f"with equal batch dimensions, got {shape_text(d)} and {shape_text(b)}")
+    if perturb_singular:
+        raise KernelError("TridiagonalSolve: perturb_singular=True is not supported")
+    if b.size == 0:
+        return (np.zeros(b.shape, b.dtype),)
+    if not partial_pivoting:
+        return (_thomas(d, b),)
+    return (_pivoting_tridiagonal(d, b),)
+
+
+def _pivoting_tridiagonal(d: Array, b: Array) -> Array:
+    """Elimination with partial pivoting between each row and the next (swapping when the next
+    row's subdiagonal element is the larger, which fills a second superdiagonal), then back
+    substitution; a system left with a zero pivot is all NaN."""
+    dtype = np.result_type(d, b)
+    upper, main = d[..., 0, :].astype(dtype), d[..., 1, :].astype(dtype)
+    lower = d[..., 2, 1:].astype(dtype)          # lower[i] couples row i + 1 to column i
+    second = np.zeros_like(upper)
+    x = b.astype(dtype)
+    size = d.shape[-1]
+    for i in range(size - 1):
+        swap = np.abs(main[..., i]) < np.abs(lower[..., i])
+        keep_factor = lower[..., i] / np.where(swap, 1, main[..., i])
+        swap_factor = main[..., i] / np.where(swap, lower[..., i], 1)
+        next_upper = upper[..., i + 1].copy() if i + 1 < size - 1 else np.zeros_like(upper[..., i])
+        main_next = np.where(swap, upper[..., i] - swap_factor * main[..., i + 1],
+                             main[..., i + 1] - keep_factor * upper[..., i])
+        upper_i = np.where(swap, main[..., i + 1], upper[..., i])
+        if i + 1 < size - 1:
+            upper[..., i + 1] = np.where(swap, -swap_factor * next_upper, next_upper)
+        second[..., i] = np.where(swap, next_upper, 0)
+        main[..., i] = np.where(swap, lower[..., i], main[..., i])
+        main[..., i + 1], upper[..., i] = main_next, upper_i
+        row, next_row = x[..., i, :].copy(), x[..., i + 1, :].copy()
+        flip = swap[..., None]
+        x[..., i, :] = np.where(flip, next_row, row)
+        x[..., i + 1, :] = np.where(flip, row - swap_factor[..., None] * next_row,
+                                    next_row - keep_factor[..., None] * row)
+    for i in range(size - 1, -1, -1):
+        if i + 1 < size:
+            x[..., i, :] -= upper[..., i, None] * x[..., i + 1, :]
+        if i + 2 < size:
+            x[..., i, :] -= second[..., i, None] * x[..., i + 2, :]
+        x[..., i, :] /= main[..., i, None]
+    singular = np.any(main == 0, axis=-1)
+    return np.where(singular[..., None, None], np.nan, x).astype(b.dtype, copy=False)
+
+
+def _thomas(d: Array, b: Array) -> Array:
+    """The tridiagonal (Thomas) elimination without pivoting, one row of every system at a time."""
+    upper, main, lower = d[..., 0, :, None], d[..., 1, :, None], d[..., 2, :, None]
+    size = d.shape[-1]
+    scaled_upper = np.zeros(upper.shape, np.result_type(d, b))
+    scaled_rhs = np.zeros(b.shape, scaled_upper.dtype)
+    for i in range(size):
+        pivot = main[..., i, :] - (lower[..., i, :] * scaled_upper[..., i - 1, :] if i else 0)
+        scaled_upper[..., i, :] = upper[..., i, :] / pivot
+        previous = lower[..., i, :] * scaled_rhs[..., i - 1, :] if i else 0
+        scaled_rhs[..., i, :] = (b[..., i, :] - previous) / pivot
+    out = scaled_rhs.copy()
+    for i in range(size - 2, -1, -1):
+        out[..., i, :] -= scaled_upper[..., i, :] * out[..., i + 1, :]
+    return out.astype(b.dtype, copy=False)
+
+
+@kernel("TridiagonalMatMul")
+def tridiagonal_mat_mul(superdiag: Array, maindiag: Array, subdiag: Array, rhs: Array,
+                        **_) -> tuple[Array]:
+    """T @ rhs for T given by its three diagonals, each [..., 1, M]."""
+    b = np.asarray(rhs)
+    diagonals = [np.asarray(v) for v in (superdiag, maindiag, subdiag)]
+    for name, v in zip(("superdiag", "maindiag", "subdiag"), diagonals):
+        if v.ndim != b.ndim or v.shape[-2] != 1 or v.shape[-1] != b.shape[-2]:
+            raise KernelError(f"TridiagonalMatMul: {name} must be [..., 1, M] for rhs "
+                              f"{shape_text(b)}, got {shape_text(v)}")
+    upper, main, lower = (np.swapaxes(v, -1, -2) for v in diagonals)
+    out = main * b
+    out[..., :-1, :] += upper[..., :-1, :] * b[..., 1:, :]
+    out[..., 1:, :] += lower[..., 1:, :] * b[..., :-1, :]
+    return (out,)
+
+
 @kernel("MatrixDeterminant")
 def matrix_determinant(input: Array, **_) -> tuple[Array]:
     """From the LU factorization; a singular matrix gives 0 and an empty one 1."""

@@ -66,4 +66,15 @@ def _eig():
     return found
 
 
-CASES = _qr() + _svd() + _eig()
+def _general_eig():
+    found = [case("Eig", name=_name(d), input=_random(2, 4, 4, dtype=d),
+                  Tout=np.complex64 if d in (np.float32, np.complex64) else np.complex128)
+             for d in TYPES]
+    found += [case("Eig", name="rotation", input=np.array([[0.0, 1], [-1, 0]]),
+                   Tout=np.complex128),
+              case("Eig", name="values_only", input=_random(3, 3), compute_v=False,
+                   Tout=np.complex64)]
+    return found
+
+
+CASES = _qr() + _svd() + _eig() + _general_eig()

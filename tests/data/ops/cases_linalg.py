@@ -152,6 +152,75 @@ def _cross_cases():
     return found
 
 
+def _lu_cases():
+    found = [case("Lu", name=_name(d), input=_random(2, 4, 4, dtype=d), **_tolerance(d))
+             for d in FLOATS + COMPLEX]
+    found += [
+        case("Lu", name="int64_indices", input=_random(3, 3, dtype=np.float64),
+             output_idx_type=np.int64),
+        case("Lu", name="needs_pivoting", input=np.array([[0, 1, 2], [3, 4, 5], [6, 7, 9]],
+                                                         np.float64)),
+        case("Lu", name="empty", input=_random(0, 0)),
+        case("Lu", name="empty_batch", input=_random(0, 2, 2)),
+        case("Lu", name="singular", error=True, input=np.array([[1, 2], [2, 4]], np.float64)),
+    ]
+    return found
+
+
+def _least_squares_cases():
+    regularizer = np.float64(0)
+    found = [case("MatrixSolveLs", name=_name(d), matrix=_random(2, 5, 3, dtype=d),
+                  rhs=_random(2, 5, 2, dtype=d), l2_regularizer=regularizer, **_tolerance(d))
+             for d in FLOATS + COMPLEX]
+    found += [
+        case("MatrixSolveLs", name="wide", matrix=_random(2, 4, dtype=np.float64),
+             rhs=_random(2, 1, dtype=np.float64), l2_regularizer=regularizer),
+        case("MatrixSolveLs", name="regularized", matrix=_random(4, 3, dtype=np.float64),
+             rhs=_random(4, 2, dtype=np.float64), l2_regularizer=np.float64(0.5)),
+        case("MatrixSolveLs", name="minimum_norm", matrix=_random(5, 3, dtype=np.float64),
+             rhs=_random(5, 2, dtype=np.float64), l2_regularizer=regularizer, fast=False),
+        case("MatrixSolveLs", name="rank_deficient", error=True,
+             matrix=np.array([[1, 2], [2, 4], [3, 6]], np.float64), rhs=np.ones((3, 1)),
+             l2_regularizer=regularizer),
+        case("MatrixSolveLs", name="empty_batch", matrix=_random(0, 3, 2), rhs=_random(0, 3, 2),
+             l2_regularizer=regularizer),
+    ]
+    return found
+
+
+def _tridiagonal(*batch, size=5, dtype=np.float64):
+    diagonals = _random(*batch, 3, size, dtype=dtype)
+    diagonals[..., 1, :] += 4
+    return diagonals
+
+
+def _tridiagonal_cases():
+    found = [case("TridiagonalSolve", name=_name(d), diagonals=_tridiagonal(2, dtype=d),
+                  rhs=_random(2, 5, 3, dtype=d), **_tolerance(d)) for d in FLOATS + COMPLEX]
+    zero_first = _tridiagonal()
+    zero_first[1, 0] = 0
+    found += [
+        case("TridiagonalSolve", name="pivoting", diagonals=zero_first, rhs=_random(5, 2,
+                                                                                 dtype=np.float64)),
+        case("TridiagonalSolve", name="no_pivoting", diagonals=_tridiagonal(), partial_pivoting=False,
+             rhs=_random(5, 2, dtype=np.float64)),
+        case("TridiagonalSolve", name="singular", diagonals=np.array(
+            [[[1, 2, 0], [4, 5, 6], [0, 8, 9]], [[1, 0, 0], [2, 2, 2], [0, 1, 1]]], np.float64),
+            rhs=np.ones((2, 3, 1))),
+        case("TridiagonalSolve", name="one_by_one", diagonals=np.array([[0], [2], [0]], np.float32),
+             rhs=np.ones((1, 2), np.float32)),
+        case("TridiagonalSolve", name="empty", diagonals=_random(0, 3, 4), rhs=_random(0, 4, 1)),
+    ]
+    for d in FLOATS + COMPLEX:
+        diagonals = _random(2, 3, 1, 4, dtype=d)
+        found.append(case("TridiagonalMatMul", name=_name(d), superdiag=diagonals[:, 0],
+                          maindiag=diagonals[:, 1], subdiag=diagonals[:, 2],
+                          rhs=_random(2, 4, 3, dtype=d), **_tolerance(d)))
+    found.append(case("TridiagonalMatMul", name="one_row", superdiag=_random(1, 1),
+                      maindiag=_random(1, 1), subdiag=_random(1, 1), rhs=_random(1, 2)))
+    return found
+
+
 def _int(value):
     return np.array(value, np.int32)
 
@@ -186,4 +255,5 @@ def _diagonal_cases():
 
 
 CASES = (_inverse_cases() + _solve_cases() + _triangular_cases() + _cholesky_cases()
-         + _determinant_cases() + _cross_cases() + _diagonal_cases())
+         + _determinant_cases() + _cross_cases() + _diagonal_cases() + _lu_cases()
+         + _least_squares_cases() + _tridiagonal_cases())
