@@ -39,6 +39,7 @@ def _unary(op, low, high, dtypes, double_range, single=None, specials=SPECIAL, a
 
 
 FLOATS = (np.float32, np.float64, np.float16)
+SINGLE_DOUBLE = (np.float32, np.float64)
 _BRANCHES = np.r_[np.linspace(0.01, 2, 9), np.linspace(2.1, 8, 9), np.linspace(8, 26, 13),
                   30.5, 80, 500, 1e4]
 
@@ -68,6 +69,17 @@ for _op in ("BesselJ0", "BesselJ1"):
 for _op in ("BesselY0", "BesselY1"):
     BESSEL += _unary(_op, 0.1, 30, FLOATS, np.r_[_BRANCHES, 1e-300, 1e-10, -1.0, 1e5 + 0.25],
                      specials=SPECIAL + [-1.0], single={"rtol": 1e-5, "atol": 2e-6})
+
+INTEGRALS = (
+    _unary("Expint", -10, 10, SINGLE_DOUBLE, np.r_[np.linspace(-60, -1.5, 12), np.linspace(-1, 1, 9),
+                                            0.3725074107813666, np.linspace(1.5, 39.5, 12),
+                                            40.5, 100, 700, 710, -700])
+    + _unary("Spence", 0, 8, SINGLE_DOUBLE, np.r_[np.linspace(0.01, 3, 30), 0.5, 1.5, 10, 1e3, 1e10,
+                                           1e-300, -1])
+    + _unary("Dawsn", -8, 8, SINGLE_DOUBLE, np.r_[np.linspace(-10, 10, 41), 5.99, 6.01, 1e3, 1e-300])
+    + _unary("FresnelCos", -7, 7, SINGLE_DOUBLE, np.r_[np.linspace(-8, 8, 33), 5.99, 6.01, 50.5, 1e3])
+    + _unary("FresnelSin", -7, 7, SINGLE_DOUBLE, np.r_[np.linspace(-8, 8, 33), 5.99, 6.01, 50.5, 1e3])
+)
 
 
 def _binary(op, left, right, low, high, pairs, single=None, double=_DOUBLE):
@@ -164,5 +176,5 @@ EUCLIDEAN_NORM += [
          axis=_axis(2)),
 ]
 
-CASES = (LGAMMA + DIGAMMA + ERFINV + NDTRI + BESSEL + ZETA + POLYGAMMA + IGAMMA + IGAMMAC
+CASES = (LGAMMA + DIGAMMA + ERFINV + NDTRI + BESSEL + INTEGRALS + ZETA + POLYGAMMA + IGAMMA + IGAMMAC
          + BETAINC + XLOG + EUCLIDEAN_NORM)
