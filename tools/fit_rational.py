@@ -42,11 +42,21 @@ def erf_over_x(t: float) -> float:
     return math.erf(x) / x if x > 0 else 2 / math.sqrt(math.pi)
 
 
+def scaled_erfc(x: float) -> float:
+    """exp(x^2) erfc(x) (runtime/kernels/math.py, float32 Erfc on 0.5 <= x <= 10.1)."""
+    return math.erfc(x) * math.exp(x * x)
+
+
+FITS = {"erf(x)/x on x^2 in [0, 16]": (erf_over_x, 0.0, 16.0, 5, 5),
+        "exp(x^2) erfc(x) on x in [0.5, 10.1]": (scaled_erfc, 0.5, 10.1, 4, 4)}
+
+
 def main() -> None:
-    p, q, error = fit(erf_over_x, 0.0, 16.0, 5, 5)
-    print(f"erf(x)/x on x^2 in [0, 16], max relative error {error:.2g}")
-    print("P:", tuple(float(c) for c in p[::-1]))
-    print("Q:", tuple(float(c) for c in q[::-1]))
+    for name, (f, low, high, p_degree, q_degree) in FITS.items():
+        p, q, error = fit(f, low, high, p_degree, q_degree)
+        print(f"{name}, max relative error {error:.2g}")
+        print("P:", tuple(float(c) for c in p[::-1]))
+        print("Q:", tuple(float(c) for c in q[::-1]))
 
 
 if __name__ == "__main__":
