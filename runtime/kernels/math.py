@@ -529,13 +529,29 @@ def _erfc32(x: Array) -> Array:
     return np.where(wide < 0, np.float32(2) - out, out)
 
 
+_BLOCK = 16384
+"""Elements per block for the float32 approximations: their ~25 passes then run over arrays
+that stay in the CPU's cache, about twice as fast as passes over a whole activation tensor."""
+
+
+def _blockwise(fn: Callable[[Array], Array], x: Array) -> Array:
+    """fn(x) (elementwise, float32 result) computed block by block."""
+    if x.size <= _BLOCK:
+        return np.asarray(fn(x))
+    flat = x.reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+    for start in range(0, flat.size, _BLOCK):
+        out[start:start + _BLOCK] = fn(flat[start:start + _BLOCK])
+    return out.reshape(x.shape)
+
+
 @kernel("Erf")
 def erf(x: Array, **_) -> tuple[Array]:
     """float32 and half types from a float32 rational approximation (within 7 float32 ulps);
     float64 from the series and continued fraction below, to double precision."""
     x = np.asarray(x)
     if x.dtype != np.float64:
-        return (np.asarray(_erf32(x)).astype(x.dtype, copy=False),)
+        return (_blockwise(_erf32, x).astype(x.dtype, copy=False),)
     erf_of_abs, _ = _erf_and_erfc(x)
     return (np.asarray(np.copysign(erf_of_abs, x)),)
 
@@ -546,7 +562,7 @@ def erfc(x: Array, **_) -> tuple[Array]:
     to double precision."""
     x = np.asarray(x)
     if x.dtype != np.float64:
-        return (np.asarray(_erfc32(x)).astype(x.dtype, copy=False),)
+        return (_blockwise(_erfc32, x).astype(x.dtype, copy=False),)
     _, erfc_of_abs = _erf_and_erfc(x)
     return (np.where(x < 0, 2.0 - erfc_of_abs, erfc_of_abs).astype(x.dtype),)
 
