@@ -104,6 +104,49 @@ def _substitute(triangle: Array, rhs: Array, out: Array, lower: bool) -> None:
         out[..., row, :] = total / triangle[..., row, row][..., None]
 
 
+@kernel("BandedTriangularSolve")
+def banded_triangular_solve(matrix: Array, rhs: Array, *, lower: bool = True,
+                            adjoint: bool = False, **_) -> tuple[Array]:
+    """Substitution with a triangular band matrix stored as [..., K, M] diagonals, aligned as
+    MatrixSetDiagV3's LEFT_RIGHT: for lower, row 0 the main diagonal and row j the j-th
+    subdiagonal (right-aligned); for upper, row K-1 the main diagonal and row K-1-j the j-th
+    superdiagonal (left-aligned); bands beyond the matrix are ignored. Batch dimensions
+    broadcast; unlike MatrixTriangularSolve, a zero on the diagonal fails the op, as in TF."""
+    bands, b = np.asarray(matrix), np.asarray(rhs)
+    if bands.ndim < 2 or b.ndim < 2 or bands.shape[-1] != b.shape[-2]:
+        raise KernelError(f"BandedTriangularSolve: expected bands [..., K, M] and rhs [..., M, N], "
+                          f"got {shape_text(bands)} and {shape_text(b)}")
+    try:
+        batch = np.broadcast_shapes(bands.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise KernelError(f"BandedTriangularSolve: Incompatible batch dimensions: "
+                          f"{shape_text(bands)} vs. {shape_text(b)}") from None
+    if adjoint and bands.dtype.kind == "c":
+        bands = np.conj(bands)
+    if bands.size == 0:
+        raise KernelError(f"BandedTriangularSolve: In[0] must not be an empty tensor: "
+                          f"{shape_text(bands)}")
+    count, size = bands.shape[-2:]
+    out = np.zeros(batch + b.shape[-2:], b.dtype)
+    if out.size == 0:
+        return (out,)
+    if not np.all(bands[..., 0 if lower else count - 1, :]):
+        raise KernelError("BandedTriangularSolve: Input matrix is not invertible.")
+
+    def coefficient(i: int, j: int) -> Array:
+        """Row i's coefficient of the unknown j places before (forward) or after it."""
+        if lower:
+            return bands[..., j, i + j if adjoint else i, None]
+        return bands[..., count - 1 - j, i - j if adjoint else i, None]
+    forward = lower != adjoint
+    for i in (range(size) if forward else range(size - 1, -1, -1)):
+        total = b[..., i, :]
+        for j in range(1, min(count - 1, i if forward else size - 1 - i) + 1):
+            total = total - coefficient(i, j) * out[..., i - j if forward else i + j, :]
+        out[..., i, :] = total / coefficient(i, 0)
+    return (out,)
+
+
 @kernel("Cholesky")
 def cholesky(input: Array, **_) -> tuple[Array]:
     """The lower factor from the lower triangle; a matrix that is not positive definite gets a

@@ -99,6 +99,38 @@ def _triangular_cases():
     return found
 
 
+def _bands(*shape, dtype=np.float32, lower=True):
+    """[.., K, M] bands with a dominant main diagonal (row 0 for lower, row K-1 for upper)."""
+    bands = _random(*shape, dtype=dtype)
+    bands[..., 0 if lower else -1, :] += 4
+    return bands
+
+
+def _banded_cases():
+    found = [case("BandedTriangularSolve", name=_name(d), matrix=_bands(2, 3, 5, dtype=d),
+                  rhs=_random(2, 5, 2, dtype=d), **_tolerance(d))
+             for d in FLOATS + COMPLEX]
+    for lower in (True, False):
+        for adjoint in (False, True):
+            found.append(case("BandedTriangularSolve", name=f"lower_{lower}_adjoint_{adjoint}",
+                              matrix=_bands(3, 6, dtype=np.complex128, lower=lower),
+                              rhs=_random(6, 2, dtype=np.complex128), lower=lower,
+                              adjoint=adjoint))
+    found += [
+        case("BandedTriangularSolve", name="diagonal_only", matrix=_bands(1, 4, dtype=np.float64),
+             rhs=_random(4, 3, dtype=np.float64)),
+        case("BandedTriangularSolve", name="broadcast", matrix=_bands(2, 1, 2, 4),
+             rhs=_random(3, 4, 1), **_SINGLE),
+        case("BandedTriangularSolve", name="zero_diagonal", error=True, matrix=np.array(
+            [[0, 1, 1], [0, 1, 1]], np.float64), rhs=np.ones((3, 1))),
+        case("BandedTriangularSolve", name="empty_bands", error=True, matrix=_bands(0, 2, 3),
+             rhs=_random(3, 1)),
+        case("BandedTriangularSolve", name="extra_bands_ignored", dynamic=True,
+             matrix=_bands(3, 2), rhs=_random(2, 1)),
+    ]
+    return found
+
+
 def _cholesky_cases():
     found = [case("Cholesky", name=_name(d), input=_positive_definite(2, 4, 4, dtype=d),
                   **_tolerance(d)) for d in FLOATS + COMPLEX]
@@ -254,6 +286,7 @@ def _diagonal_cases():
     ]
 
 
-CASES = (_inverse_cases() + _solve_cases() + _triangular_cases() + _cholesky_cases()
+CASES = (_inverse_cases() + _solve_cases() + _triangular_cases() + _banded_cases()
+         + _cholesky_cases()
          + _determinant_cases() + _cross_cases() + _diagonal_cases() + _lu_cases()
          + _least_squares_cases() + _tridiagonal_cases())
