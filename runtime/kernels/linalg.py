@@ -1,15 +1,20 @@
-"""Linear algebra over batches of matrices (the innermost two dimensions): inverses, solves,
-decompositions, determinants, Cross, and the first versions of the matrix-diagonal ops.
+"""Linear algebra over batches of matrices (the innermost two dimensions): inverses, solves
+(general, triangular, banded, tridiagonal, least squares), decompositions (Cholesky, LU, QR,
+SVD, eigen), determinants, square roots and logarithms, Cross, and the first versions of the
+matrix-diagonal ops.
 
 numpy.linalg runs LAPACK in the input's precision on every matrix of a batch; float16 (which
 TensorFlow registers for MatrixInverse and Qr) is computed in float32 and rounded once. Where
 TensorFlow fails a whole op (a singular matrix for MatrixInverse and MatrixSolve) so do these
 kernels; where it answers per matrix (NaNs for a Cholesky factor that does not exist, inf and NaN
 for a triangular solve with a zero on the diagonal) so do they. Decompositions whose factors are
-not unique (the signs or phases of Qr's, Svd's and SelfAdjointEigV2's vectors) may differ from
-TensorFlow's by those signs; what they determine (values, products, subspaces) does not.
+not unique (the signs or phases of Qr's, Svd's, SelfAdjointEigV2's and Eig's vectors, and Eig's
+order) may differ from TensorFlow's by those; what they determine (values, products, subspaces)
+does not (tests/test_linalg_decompositions.py).
 """
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -247,6 +252,44 @@ def eig(input: Array, *, Tout=None, compute_v: bool = True, **_) -> tuple[Array,
     return values.astype(out_type), vectors
 
 
+def _matrix_function(x: Array, fn: Callable[[Array], Array]) -> Array:
+    """fn applied to a batch of diagonalizable matrices through their eigenvectors,
+    V fn(diag(e)) V^-1 (complex). A matrix without a well-conditioned eigenvector basis (a
+    defective one, such as a nonzero nilpotent matrix) has no result this way: NaN."""
+    values, vectors = np.linalg.eig(x)
+    with np.errstate(all="ignore"):
+        mapped = fn(values.astype(np.complex128))
+    conditioned = np.linalg.cond(vectors) < 1e8
+    safe_vectors = np.where(conditioned[..., None, None], vectors, np.eye(x.shape[-1]))
+    result = (safe_vectors * mapped[..., None, :]) @ np.linalg.inv(safe_vectors)
+    return np.where(conditioned[..., None, None], result, np.nan)
+
+
+@kernel("MatrixSquareRoot")
+def matrix_square_root(input: Array, **_) -> tuple[Array]:
+    """The principal square root (eigenvalues with non-negative real parts). A real matrix with
+    a negative real eigenvalue has no real one: all NaN, as TensorFlow gives."""
+    x = _square(input, "MatrixSquareRoot")
+    if x.size == 0:
+        return (x.copy(),)
+    root = _matrix_function(x, np.sqrt)
+    if x.dtype.kind == "c":
+        return (root.astype(x.dtype),)
+    values = np.linalg.eigvals(x)
+    negative = np.any((values.real < 0) & (np.abs(values.imag) <= 1e-12 * np.abs(values.real)),
+                      axis=-1)
+    return (np.where(negative[..., None, None], np.nan, root.real).astype(x.dtype),)
+
+
+@kernel("MatrixLogarithm")
+def matrix_logarithm(input: Array, **_) -> tuple[Array]:
+    """The principal logarithm of complex matrices (eigenvalue imaginary parts in (-pi, pi])."""
+    x = _square(input, "MatrixLogarithm")
+    if x.size == 0:
+        return (x.copy(),)
+    return (_matrix_function(x, np.log).astype(x.dtype),)
+
+
 @kernel("Lu")
 def lu(input: Array, *, output_idx_type=None, **_) -> tuple[Array, Array]:
     """Gaussian elimination with partial pivoting (the largest magnitude in each column, the
@@ -297,8 +340,7 @@ def matrix_solve_ls(matrix: Array, rhs: Array, l2_regularizer: Array, *, fast: b
     except np.linalg.LinAlgError:
         raise KernelError("MatrixSolveLs: Input matrix was rank deficient or ill-conditioned. "
                           "Try setting fast=False or provide a larger l2_regularizer > 0.") from None
-    solve = lambda right: _cholesky_solve(factor, right)  # noqa: E731
-    out = solve(adjoint @ b) if tall else adjoint @ solve(b)
+    out = _cholesky_solve(factor, adjoint @ b) if tall else adjoint @ _cholesky_solve(factor, b)
     return (out.astype(b.dtype, copy=False),)
 
 

@@ -199,6 +199,29 @@ def _lu_cases():
     return found
 
 
+def _matrix_function_cases():
+    spd = _positive_definite(2, 3, 3, dtype=np.float64)
+    rotation = np.array([[0, -1], [1, 0]], np.float64)
+    found = [case("MatrixSquareRoot", name=_name(d), input=_positive_definite(2, 3, 3, dtype=d),
+                  **_tolerance(d)) for d in FLOATS + COMPLEX]
+    found += [
+        case("MatrixSquareRoot", name="general", input=_invertible(4, 4, dtype=np.float64)),
+        case("MatrixSquareRoot", name="complex_pair", input=rotation),
+        case("MatrixSquareRoot", name="negative_eigenvalue", input=np.diag([-4.0, 9.0])),
+        case("MatrixSquareRoot", name="complex_negative", input=np.diag([-4.0, 9.0])
+             .astype(np.complex128)),
+        case("MatrixSquareRoot", name="empty", input=_random(0, 0)),
+        case("MatrixSquareRoot", name="spd_batch", input=spd),
+    ]
+    found += [case("MatrixLogarithm", name=_name(d), input=_invertible(2, 3, 3, dtype=d),
+                   **_tolerance(d)) for d in COMPLEX]
+    found += [
+        case("MatrixLogarithm", name="rotation", input=rotation.astype(np.complex128)),
+        case("MatrixLogarithm", name="empty", input=_random(0, 0, dtype=np.complex64)),
+    ]
+    return found
+
+
 def _least_squares_cases():
     regularizer = np.float64(0)
     found = [case("MatrixSolveLs", name=_name(d), matrix=_random(2, 5, 3, dtype=d),
@@ -289,4 +312,4 @@ def _diagonal_cases():
 CASES = (_inverse_cases() + _solve_cases() + _triangular_cases() + _banded_cases()
          + _cholesky_cases()
          + _determinant_cases() + _cross_cases() + _diagonal_cases() + _lu_cases()
-         + _least_squares_cases() + _tridiagonal_cases())
+         + _matrix_function_cases() + _least_squares_cases() + _tridiagonal_cases())
