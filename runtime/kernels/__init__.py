@@ -14,6 +14,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     ragged,
     random,
     reduction,
+    sparse,
     strings,
     tensor_list,
     variables,
