@@ -605,7 +605,8 @@ def _flatten_args(spec, value, out: list, where: str) -> None:
         out.append(to_input(value, spec.dtype, spec.shape, f"{where}: argument {spec.name!r}"))
     elif isinstance(spec, structure.COMPOSITE_SPECS):
         what = f"{where}: argument"
-        for component_spec, component in zip(spec.component_specs(), spec.unpack(value, what)):
+        components = spec.unpack(value, what)
+        for component_spec, component in zip(spec.component_specs(), components):
             out.append(to_input(component, component_spec.dtype, component_spec.shape, what))
     elif isinstance(spec, dict):
         if not isinstance(value, dict) or set(value) != set(spec):

@@ -1,0 +1,103 @@
+"""Ragged and sparse (composite) values at a model's edges, and functions no signature needs.
+
+Models were made with TensorFlow by tests/data/models/make_models_sparse.py: ragged_rows and
+sparse_matmul (composite signature inputs, which TensorFlow lists as flat components and the
+corpus tests feed), unused_function (a method needing Dilation2D, which neither engine has),
+and composite/composite_outputs (ragged and sparse signature outputs, recorded as components).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import DATA
+from savedmodel.protos import struct_pb2
+from savedmodel.runtime import RaggedTensor, SparseTensor, load, registry, structure
+from savedmodel.runtime.feeds import FeedError
+from savedmodel.runtime.loader import _flatten_args
+from test_runtime_corpus import assert_matches
+
+MODELS = DATA / "models"
+COMPOSITE = DATA / "composite" / "composite_outputs"
+
+
+def _io(path) -> dict:
+    return dict(np.load(f"{path}.io.npz"))
+
+
+def _side(io: dict, signature: str, side: str) -> dict:
+    prefix = f"sig/{signature}/{side}/"
+    return {k[len(prefix):]: v for k, v in io.items() if k.startswith(prefix)}
+
+
+def _components(value) -> list[np.ndarray]:
+    return value.components() if isinstance(value, (RaggedTensor, SparseTensor)) else [value]
+
+
+@pytest.mark.parametrize("signature, kind", [("doubled", RaggedTensor), ("reordered", SparseTensor)])
+def test_composite_signature_outputs_give_tensorflows_components(signature, kind):
+    io = _io(COMPOSITE)
+    outputs = load(COMPOSITE).signatures[signature](**_side(io, signature, "in"))
+    composite = [v for v in outputs.values() if isinstance(v, kind)]
+    assert len(composite) == 1
+    flat = {f"{key}/{i}": c for key, value in outputs.items() for i, c in enumerate(_components(value))}
+    assert_matches(flat, _side(io, signature, "out"), f"composite_outputs:{signature}")
+
+
+def test_ragged_values_go_into_object_graph_functions():
+    io = _io(MODELS / "ragged_rows")
+    feeds = _side(io, "rows", "in")
+    model = load(MODELS / "ragged_rows", engine="numpy")
+    outputs = model.functions["rows"](RaggedTensor(feeds["x"], (feeds["x_1"],)))
+    assert_matches(outputs, _side(io, "rows", "out"), "ragged_rows.rows")
+
+
+def test_sparse_values_go_into_object_graph_functions():
+    io = _io(MODELS / "sparse_matmul")
+    feeds = _side(io, "matmul", "in")
+    model = load(MODELS / "sparse_matmul", engine="numpy")
+    outputs = model.functions["matmul"](SparseTensor(feeds["x"], feeds["x_1"], feeds["x_2"]))
+    assert_matches(outputs, _side(io, "matmul", "out"), "sparse_matmul.matmul")
+
+
+def test_ragged_values_come_out_of_object_graph_functions():
+    io = _io(COMPOSITE)
+    feeds = _side(io, "doubled", "in")
+    result = load(COMPOSITE).functions["doubled"](RaggedTensor(feeds["x"], (feeds["x_1"],)))
+    want = _side(io, "doubled", "out")
+    np.testing.assert_array_equal(result["doubled"].flat_values, want["doubled/0"])
+    np.testing.assert_array_equal(result["doubled"].nested_row_splits[0], want["doubled/1"])
+
+
+@pytest.mark.parametrize("value, pattern", [
+    (np.ones(3, np.float32), "expects a RaggedTensor"),
+    (RaggedTensor(np.ones(2, np.float32), ()), "expects 1 row splits"),
+    (RaggedTensor(np.ones(2, np.float32), (np.array([[0, 2]]),)), "shape"),
+])
+def test_a_value_that_does_not_fit_a_ragged_argument_is_refused(value, pattern):
+    model = load(MODELS / "ragged_rows", engine="numpy")
+    with pytest.raises(FeedError, match=pattern):
+        model.functions["rows"](value)
+
+
+def test_a_type_spec_the_runtime_cannot_pass_fails_only_when_called():
+    proto = struct_pb2.StructuredValue(type_spec_value=struct_pb2.TypeSpecProto(
+        type_spec_class=struct_pb2.TypeSpecProto.DATA_ITERATOR_SPEC, type_spec_class_name="IteratorSpec",
+        num_flat_components=1))
+    spec = structure.decode(proto, "test")
+    assert spec == structure.OtherTypeSpec("IteratorSpec", 1)
+    with pytest.raises(FeedError, match="IteratorSpec values"):
+        _flatten_args(spec, object(), [], "adapt_step")
+
+
+def test_a_function_no_signature_needs_does_not_stop_loading(caplog):
+    model = load(MODELS / "unused_function")
+    io = _io(MODELS / "unused_function")
+    assert_matches(model.signatures["serve"](**_side(io, "serve", "in")), _side(io, "serve", "out"),
+                   "unused_function:serve")
+    if registry.is_supported("Dilation2D"):
+        pytest.skip("the numpy engine has Dilation2D now: choose another missing op")
+    assert model.engine == "numpy" and "Dilation2D" in model.engine_reason
+    with pytest.raises(registry.UnsupportedOpError) as caught:
+        model.functions["dilate"](np.zeros((1, 5, 5, 1), np.float32))
+    assert all(part in str(caught.value) for part in ("'Dilation2D'", "node 'Dilation2D'", "__inference_dilate"))
