@@ -123,3 +123,108 @@ def _coordinates(splits: list[np.ndarray], count: int) -> list[np.ndarray]:
         columns.append(element - row_splits[row])
         element = row
     return [element, *reversed(columns)]
+
+
+@kernel("Bincount")
+def bincount(arr, size, weights, **_):
+    """How often each of 0..size-1 occurs in `arr` (any shape), each occurrence counting its
+    weight (an empty `weights` counts 1); values >= size are not counted."""
+    values = np.asarray(arr).reshape(-1)
+    weights = np.asarray(weights)
+    check(np.ndim(size) == 0, f"Bincount: size must be a scalar, got shape {list(np.shape(size))}")
+    bins = scalar_int(size, "Bincount: size")
+    check(bins >= 0, f"Bincount: size ({bins}) must be non-negative")
+    check(weights.size == 0 or weights.shape == np.shape(arr),
+          f"Bincount: weights must have the shape of arr {list(np.shape(arr))} or be empty, got "
+          f"{list(weights.shape)}")
+    check(values.size == 0 or values.min() >= 0, "Bincount: input arr must be non-negative")
+    kept = values < bins
+    weight = None if weights.size == 0 else weights.reshape(-1)[kept]
+    return (np.bincount(values[kept], weights=weight, minlength=bins).astype(weights.dtype),)
+
+
+@kernel("RaggedBincount")
+def ragged_bincount(splits, values, size, weights, *, binary_output: bool = False, **_):
+    """DenseBincount of each row of a ragged matrix (row i: values[splits[i]:splits[i+1]])."""
+    splits, values, weights = np.asarray(splits), np.asarray(values), np.asarray(weights)
+    bins = scalar_int(size, "RaggedBincount: size")
+    check(bins >= 0, f"RaggedBincount: size ({bins}) must be non-negative")
+    check(splits.ndim == 1 and len(splits) >= 1 and splits[0] == 0 and splits[-1] == len(values)
+          and bool(np.all(np.diff(splits) >= 0)),
+          f"RaggedBincount: splits must be non-decreasing, start at 0 and end at the number of "
+          f"values ({len(values)})")
+    check(weights.size == 0 or weights.shape == values.shape,
+          f"RaggedBincount: weights must have the shape of values {list(values.shape)} or be empty")
+    check(values.size == 0 or values.min() >= 0, "RaggedBincount: input must be non-negative")
+    nrows = len(splits) - 1
+    rows = np.repeat(np.arange(nrows), np.diff(splits))
+    kept = values < bins
+    weight = None if weights.size == 0 or binary_output else weights[kept]
+    counts = np.bincount(rows[kept] * bins + values[kept], weights=weight, minlength=nrows * bins)
+    if binary_output:
+        counts = counts > 0
+    return (counts.astype(weights.dtype).reshape(nrows, bins),)
+
+
+@kernel("RaggedRange")
+def ragged_range(starts, limits, deltas, *, Tsplits=None, **_):
+    """One row per (start, limit, delta) (scalars broadcast): start, start + delta, ... up to
+    limit (exclusive)."""
+    starts, limits, deltas = (np.asarray(a) for a in (starts, limits, deltas))
+    check(all(a.ndim <= 1 for a in (starts, limits, deltas)),
+          "RaggedRange: starts, limits and deltas must be scalars or vectors")
+    sizes = {len(a) for a in (starts, limits, deltas) if a.ndim == 1}
+    check(len(sizes) <= 1, "RaggedRange: starts, limits and deltas must have the same length")
+    nrows = sizes.pop() if sizes else 1
+    start, limit, delta = (np.broadcast_to(a, (nrows,)) for a in (starts, limits, deltas))
+    check(not np.any(delta == 0), "RaggedRange: requires delta != 0")
+    empty = ((delta > 0) & (limit < start)) | ((delta < 0) & (limit > start))
+    if starts.dtype.kind in "iu":
+        span = np.abs(limit.astype(np.int64) - start) + np.abs(delta.astype(np.int64)) - 1
+        size = span // np.abs(delta.astype(np.int64))
+    else:
+        size = np.ceil(np.abs((limit - start) / delta)).astype(np.int64)
+    size = np.where(empty, 0, size)
+    splits = np.concatenate([[0], np.cumsum(size)])
+    rows = np.repeat(np.arange(nrows), size)
+    offset = np.arange(splits[-1]) - splits[rows]
+    values = (start[rows] + offset.astype(starts.dtype) * delta[rows]).astype(starts.dtype)
+    return splits.astype(_splits_dtype(Tsplits)), values
+
+
+def _splits_dtype(attr) -> np.dtype:
+    return np.dtype(np.int64) if attr is None else attr.numpy
+
+
+@kernel("RaggedGather")
+def ragged_gather(*inputs, PARAMS_RAGGED_RANK: int, OUTPUT_RAGGED_RANK: int, **_):
+    """Rows of a ragged tensor (nested splits, then values) picked by `indices`; an indices
+    tensor of rank k adds k - 1 uniform outer ragged dimensions."""
+    *params_splits, params_values, indices = inputs
+    params_splits = [np.asarray(s) for s in params_splits]
+    params_values, indices = np.asarray(params_values), np.asarray(indices)
+    check(len(params_splits) == PARAMS_RAGGED_RANK >= 1,
+          f"RaggedGather: {len(params_splits)} row splits for PARAMS_RAGGED_RANK {PARAMS_RAGGED_RANK}")
+    check(indices.ndim >= 1 and OUTPUT_RAGGED_RANK == PARAMS_RAGGED_RANK + indices.ndim - 1,
+          f"RaggedGather: indices of rank {indices.ndim} do not give OUTPUT_RAGGED_RANK {OUTPUT_RAGGED_RANK}")
+    nrows = len(params_splits[0]) - 1
+    flat = indices.reshape(-1).astype(np.int64)
+    bad = (flat < 0) | (flat >= nrows)
+    if bad.any():
+        raise KernelError(f"RaggedGather: indices[{int(np.argmax(bad))}] = {int(flat[bad][0])} is not "
+                          f"in [0, {nrows})")
+    dtype = params_splits[0].dtype
+    outer = [np.arange(int(np.prod(indices.shape[:d + 1])) + 1, dtype=dtype) * indices.shape[d + 1]
+             for d in range(indices.ndim - 1)]
+    picked, out_splits = flat, []
+    for splits in params_splits:
+        begin, lengths = splits[picked].astype(np.int64), np.diff(splits)[picked].astype(np.int64)
+        out_splits.append(np.concatenate([[0], np.cumsum(lengths)]).astype(dtype))
+        picked = _expand_ranges(begin, lengths)
+    return (*outer, *out_splits, params_values[picked])
+
+
+def _expand_ranges(begin: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of range(begin[i], begin[i] + lengths[i]) for every i."""
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(begin - offsets, lengths) + np.arange(int(lengths.sum()))

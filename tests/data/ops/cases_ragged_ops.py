@@ -1,0 +1,99 @@
+"""Kernel cases for ragged-tensor ops (RaggedGather, RaggedRange, RaggedBincount) and Bincount:
+every dtype TensorFlow registers on CPU, empty rows and tensors, indices out of range."""
+import numpy as np
+
+
+def i64(*values):
+    return np.array(values, np.int64)
+
+
+def i32(*values):
+    return np.array(values, np.int32)
+
+
+SPLITS = i64(0, 2, 2, 5, 6)
+"""Four rows over six values; row 1 is empty."""
+VALUES = np.array([1.5, -2.0, 3.0, 0.5, 4.0, -1.0], np.float32)
+OUTER = i64(0, 1, 3, 3)
+"""Three rows of the inner rows above: a ragged rank 2 tensor."""
+
+
+def gather(name, splits, values, indices, error=False):
+    return case("RaggedGather", name=name, params_nested_splits=list(splits), params_dense_values=values,
+                indices=indices, OUTPUT_RAGGED_RANK=len(splits) + max(indices.ndim, 1) - 1,
+                error=error, dynamic=error)
+
+
+GATHER = [
+    gather("rows", [SPLITS], VALUES, i32(3, 0, 1, 0)),
+    gather("int64_indices", [SPLITS], VALUES, i64(2, 2)),
+    gather("matrix_indices", [SPLITS], VALUES, i64([0, 3], [1, 2], [2, 2])),
+    gather("rank3_indices", [SPLITS], VALUES, np.array([[[0], [1]], [[3], [2]]], np.int32)),
+    gather("ragged_rank2", [OUTER, SPLITS], VALUES, i32(2, 1, 0)),
+    gather("int32_splits", [SPLITS.astype(np.int32)], VALUES.astype(np.float64), i32(1, 3)),
+    gather("inner_dims", [i64(0, 1, 3)], np.arange(6, dtype=np.int64).reshape(3, 2), i32(1, 0, 1)),
+    gather("string", [SPLITS], np.array([b"a", b"b", b"c", b"d", b"e", b"f"], object), i32(3, 2)),
+    gather("bool", [SPLITS], VALUES > 0, i32(2)),
+    gather("int32", [SPLITS], VALUES.astype(np.int32), i32(0, 2)),
+    gather("half", [SPLITS], VALUES.astype(np.float16), i32(0, 2)),
+    gather("complex", [SPLITS], VALUES.astype(np.complex64), i32(2, 0)),
+    gather("empty_indices", [SPLITS], VALUES, np.zeros(0, np.int32)),
+    gather("empty_params", [i64(0, 0, 0)], np.zeros(0, np.float32), i32(1, 0)),
+    gather("out_of_range", [SPLITS], VALUES, i32(0, 4), error=True),
+    gather("negative", [SPLITS], VALUES, i32(-1), error=True),
+]
+
+
+def ragged_range(name, starts, limits, deltas, error=False, **attrs):
+    return case("RaggedRange", name=name, starts=starts, limits=limits, deltas=deltas, error=error,
+                dynamic=error, **attrs)
+
+
+RANGE = [
+    ragged_range("int32", i32(0, 5, 3, 2), i32(3, 5, 10, -2), i32(1, 1, 3, -1)),
+    ragged_range("int64_broadcast", np.int64(1), i64(4, 0, 7), np.int64(2)),
+    ragged_range("all_scalars", np.int64(10), np.int64(0), np.int64(-3)),
+    ragged_range("float", np.array([0, 1, -1], np.float32), np.array([1, 2, -3], np.float32),
+                 np.array([0.25, 0.3, -0.5], np.float32)),
+    ragged_range("double", np.array([0.5, 2.0]), np.float64(3), np.float64(0.7)),
+    ragged_range("int32_splits", i32(0, 2), i32(4, 2), i32(2, 1), Tsplits=np.int32),
+    ragged_range("wrong_direction", i32(0, 5), i32(5, 0), i32(-1, 1)),
+    ragged_range("empty", np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)),
+    ragged_range("zero_delta", i32(0, 1), i32(3, 4), i32(1, 0), error=True),
+    ragged_range("length_mismatch", i32(0, 1), i32(3, 4, 5), i32(1), error=True),
+]
+
+
+def ragged_bincount(name, splits, values, size, weights, error=False, **attrs):
+    return case("RaggedBincount", name=name, splits=splits, values=values, size=size, weights=weights,
+                error=error, dynamic=error, **attrs)
+
+
+COUNTS = i64(0, 2, 2, 5, 1, 0)
+BINCOUNT = [
+    ragged_bincount("int64", SPLITS, COUNTS, np.int64(4), np.zeros(0, np.int64)),
+    ragged_bincount("int32_weights", SPLITS, COUNTS.astype(np.int32), np.int32(3),
+                    np.arange(6, dtype=np.int32)),
+    ragged_bincount("float_weights", SPLITS, COUNTS, np.int64(6), VALUES),
+    ragged_bincount("double_weights", SPLITS, COUNTS, np.int64(2), VALUES.astype(np.float64)),
+    ragged_bincount("binary", SPLITS, COUNTS, np.int64(3), np.zeros(0, np.float32), binary_output=True),
+    ragged_bincount("binary_weights_ignored", SPLITS, COUNTS, np.int64(3), VALUES, binary_output=True),
+    ragged_bincount("empty", i64(0, 0, 0), np.zeros(0, np.int64), np.int64(2), np.zeros(0, np.int32)),
+    ragged_bincount("negative", SPLITS, i64(0, -1, 2, 5, 1, 0), np.int64(3), np.zeros(0, np.int64),
+                    error=True),
+    ragged_bincount("negative_size", SPLITS, COUNTS, np.int64(-2), np.zeros(0, np.int64), error=True),
+    ragged_bincount("bad_splits", i64(0, 2, 7), COUNTS, np.int64(3), np.zeros(0, np.int64), error=True),
+    case("Bincount", arr=i32(0, 2, 2, 5, 1), size=np.int32(4), weights=np.zeros(0, np.int32)),
+    case("Bincount", name="weights", arr=i32([0, 2], [2, 1]), size=np.int32(3),
+         weights=np.array([[0.5, 1.0], [2.0, 4.0]], np.float32)),
+    case("Bincount", name="int64_weights", arr=i32(1, 1, 0), size=np.int32(2), weights=i64(5, 6, 7)),
+    case("Bincount", name="double_weights", arr=i32(1, 1, 0), size=np.int32(3),
+         weights=np.array([0.25, 1, 2], np.float64)),
+    case("Bincount", name="empty", arr=np.zeros(0, np.int32), size=np.int32(3), weights=np.zeros(0, np.float32)),
+    case("Bincount", name="negative", arr=i32(0, -1), size=np.int32(3), weights=np.zeros(0, np.int32),
+         error=True, dynamic=True),
+    case("Bincount", name="negative_size", arr=i32(0), size=np.int32(-1), weights=np.zeros(0, np.int32),
+         error=True, dynamic=True),
+]
+
+CASES = GATHER + RANGE + BINCOUNT
