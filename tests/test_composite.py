@@ -13,6 +13,8 @@ import pytest
 from conftest import DATA
 from savedmodel.protos import struct_pb2
 from savedmodel.runtime import RaggedTensor, SparseTensor, load, registry, structure
+from savedmodel.runtime.dtypes import from_name
+from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.feeds import FeedError
 from savedmodel.runtime.loader import _flatten_args
 from test_runtime_corpus import assert_matches
@@ -101,3 +103,24 @@ def test_a_function_no_signature_needs_does_not_stop_loading(caplog):
     with pytest.raises(registry.UnsupportedOpError) as caught:
         model.functions["dilate"](np.zeros((1, 5, 5, 1), np.float32))
     assert all(part in str(caught.value) for part in ("'Dilation2D'", "node 'Dilation2D'", "__inference_dilate"))
+
+
+def test_ragged_rows_round_trip_through_variants():
+    """What tf.map_fn does to a ragged tensor of ragged rank 2: encode each row (ragged rank 1),
+    split the variant vector into a list and stack it again, decode."""
+    to_variant = registry.lookup("RaggedTensorToVariant").fn
+    from_variant = registry.lookup("RaggedTensorFromVariant").fn
+    outer, inner = np.array([0, 1, 1, 3]), np.array([0, 2, 2, 5])
+    values = np.arange(5, dtype=np.float32)
+    (variant,) = to_variant(outer, inner, values, RAGGED_RANK=2, batched_input=True)
+    assert variant.shape == (3,) and [len(item.nested_row_splits) for item in variant.items] == [1, 1, 1]
+    stacked = type(variant).stack(list(variant.rows()))
+    dtypes = {"Tvalues": from_name("float32"), "Tsplits": from_name("int64")}
+    got = from_variant(stacked, input_ragged_rank=-1, output_ragged_rank=2, **dtypes)
+    for want, part in zip((outer, inner, values), got):
+        np.testing.assert_array_equal(part, want)
+        assert part.dtype == want.dtype
+    with pytest.raises(KernelError, match="not a variant"):
+        from_variant(values, input_ragged_rank=0, output_ragged_rank=1, **dtypes)
+    with pytest.raises(KernelError, match="output_ragged_rank"):
+        from_variant(stacked, input_ragged_rank=0, output_ragged_rank=2, **dtypes)

@@ -9,11 +9,14 @@ dense result is found by walking the partitions from the inside out.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
+from savedmodel.runtime.structure import RaggedTensor
 
 
 @kernel("DenseBincount")
@@ -228,3 +231,94 @@ def _expand_ranges(begin: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The concatenation of range(begin[i], begin[i] + lengths[i]) for every i."""
     offsets = np.cumsum(lengths) - lengths
     return np.repeat(begin - offsets, lengths) + np.arange(int(lengths.sum()))
+
+
+@dataclass(frozen=True, eq=False)
+class RaggedVariant:
+    """A DT_VARIANT tensor of encoded ragged tensors, as RaggedTensorToVariant makes them (for
+    tf.map_fn over a ragged tensor, and tf.data): its `shape` and its elements in row-major
+    order, each a RaggedTensor. It is a runtime value, not a numpy array: only the ops that
+    encode, decode or carry variants (TensorLists) accept it."""
+
+    shape: tuple[int, ...]
+    items: tuple[RaggedTensor, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def rows(self) -> tuple[RaggedVariant, ...]:
+        """The sub-tensors along the first axis, as TensorListFromTensor splits a tensor."""
+        check(self.ndim >= 1, "a scalar variant has no rows")
+        size = int(np.prod(self.shape[1:], dtype=np.int64))
+        return tuple(RaggedVariant(self.shape[1:], self.items[i * size:(i + 1) * size])
+                     for i in range(self.shape[0]))
+
+    @staticmethod
+    def stack(parts: list[RaggedVariant]) -> RaggedVariant:
+        """Variants of one shape stacked along a new first axis (TensorListStack)."""
+        shapes = {p.shape for p in parts}
+        check(len(shapes) == 1, f"cannot stack variant tensors of shapes {sorted(shapes)}")
+        return RaggedVariant((len(parts), *shapes.pop()), tuple(i for p in parts for i in p.items))
+
+
+@kernel("RaggedTensorToVariant")
+def ragged_tensor_to_variant(*inputs, RAGGED_RANK: int, batched_input: bool, **_):
+    """Encode a ragged tensor as a scalar variant, or (batched_input) each of its rows as one
+    element of a variant vector."""
+    *splits, values = (np.asarray(a) for a in inputs)
+    check(len(splits) == RAGGED_RANK, f"RaggedTensorToVariant: {len(splits)} row splits for "
+                                      f"RAGGED_RANK {RAGGED_RANK}")
+    whole = RaggedTensor(values, tuple(splits))
+    if not batched_input:
+        return (RaggedVariant((), (whole,)),)
+    if not splits:
+        check(values.ndim >= 1, "RaggedTensorToVariant: batched input must have at least one dimension")
+        return (RaggedVariant((len(values),), tuple(RaggedTensor(row, ()) for row in values)),)
+    return (RaggedVariant((len(splits[0]) - 1,), tuple(_row(whole, i) for i in range(len(splits[0]) - 1))),)
+
+
+def _row(ragged: RaggedTensor, i: int) -> RaggedTensor:
+    """Row i of a ragged tensor, as a ragged tensor of one ragged dimension less."""
+    begin, end = int(ragged.nested_row_splits[0][i]), int(ragged.nested_row_splits[0][i + 1])
+    inner = []
+    for splits in ragged.nested_row_splits[1:]:
+        inner.append(splits[begin:end + 1] - splits[begin])
+        begin, end = int(splits[begin]), int(splits[end])
+    return RaggedTensor(ragged.flat_values[begin:end], tuple(inner))
+
+
+@kernel("RaggedTensorFromVariant")
+def ragged_tensor_from_variant(encoded_ragged, *, input_ragged_rank: int, output_ragged_rank: int,
+                               Tvalues, Tsplits, **_):
+    """Decode a variant tensor of ragged tensors (each of ragged rank input_ragged_rank; -1:
+    output_ragged_rank minus the variant's rank) into one ragged tensor whose outer dimensions
+    are the variant's."""
+    op = "RaggedTensorFromVariant"
+    check(isinstance(encoded_ragged, RaggedVariant), f"{op}: the input is not a variant tensor of "
+                                                     "encoded ragged tensors")
+    variant = encoded_ragged
+    inner_rank = output_ragged_rank - variant.ndim if input_ragged_rank == -1 else input_ragged_rank
+    check(inner_rank >= 0 and inner_rank + variant.ndim == output_ragged_rank,
+          f"{op}: output_ragged_rank ({output_ragged_rank}) must be input_ragged_rank ({inner_rank}) "
+          f"plus the rank of the encoded tensor ({variant.ndim})")
+    for item in variant.items:
+        check(len(item.nested_row_splits) == inner_rank, f"{op}: an encoded ragged tensor has ragged rank "
+                                                         f"{len(item.nested_row_splits)}, expected {inner_rank}")
+        check(item.flat_values.dtype == Tvalues.numpy or Tvalues.is_string and item.flat_values.dtype == object,
+              f"{op}: an encoded ragged tensor holds {item.flat_values.dtype}, expected {Tvalues.name}")
+    splits_dtype = Tsplits.numpy
+    if variant.ndim == 0:
+        item = variant.items[0]
+        return (*(s.astype(splits_dtype) for s in item.nested_row_splits), item.flat_values)
+    outer = [np.arange(int(np.prod(variant.shape[:d + 1])) + 1, dtype=splits_dtype) * variant.shape[d + 1]
+             for d in range(variant.ndim - 1)]
+    nrows = [len(i.nested_row_splits[0]) - 1 if inner_rank else len(i.flat_values) for i in variant.items]
+    levels = [np.concatenate([[0], np.cumsum(nrows, dtype=np.int64)]).astype(splits_dtype)]
+    for level in range(inner_rank):
+        parts = [i.nested_row_splits[level] for i in variant.items]
+        offsets = np.cumsum([0] + [int(p[-1]) for p in parts[:-1]])
+        levels.append(np.concatenate([[0]] + [p[1:] + o for p, o in zip(parts, offsets)]).astype(splits_dtype))
+    values = [i.flat_values for i in variant.items]
+    empty = np.zeros(0, Tvalues.numpy if not Tvalues.is_string else object)
+    return (*outer, *levels, np.concatenate(values) if values else empty)

@@ -33,6 +33,18 @@ class RaggedRows(tf.Module):
                 "length": x.row_lengths()}
 
 
+class RaggedMap(tf.Module):
+    """tf.map_fn over the rows of a ragged batch with a ragged result: the rows travel as
+    variant tensors (RaggedTensorToVariant / FromVariant) in TensorLists through a While loop."""
+
+    @tf.function(input_signature=[RAGGED])
+    def scaled(self, x):
+        row_spec = tf.RaggedTensorSpec([None], tf.float32, ragged_rank=0, row_splits_dtype=tf.int64)
+        mapped = tf.map_fn(lambda row: row * tf.cast(tf.size(row), tf.float32) + 1.0, x,
+                           fn_output_signature=row_spec)
+        return {"padded": mapped.to_tensor(-1.0), "splits": mapped.row_splits}
+
+
 class SparseMatmul(tf.Module):
     """A sparse batch times a dense weight matrix, its row sums and its dense form."""
 
@@ -99,6 +111,7 @@ def export_composite(name: str, module: tf.Module, calls: dict) -> None:
 
 JOBS = {
     "ragged_rows": lambda: export_module("ragged_rows", RaggedRows(), {"rows": RAGGED_IN}),
+    "ragged_map": lambda: export_module("ragged_map", RaggedMap(), {"scaled": RAGGED_IN}),
     "sparse_matmul": lambda: export_module("sparse_matmul", SparseMatmul(), {"matmul": SPARSE_IN}),
     "unused_function": lambda: export_module("unused_function", UnusedFunction(), {
         "serve": {"x": np.array([[1.0, -2.0, 0.5]], np.float32)}}),
