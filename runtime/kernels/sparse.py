@@ -312,3 +312,36 @@ def sparse_add(a_indices, a_values, a_shape, b_indices, b_values, b_shape, thres
     total = a + b
     keep = ~both | (np.abs(total) >= thresh)
     return indices[keep], total[keep], np.asarray(a_shape, np.int64)
+
+
+@kernel("SparseConcat")
+def sparse_concat(*inputs, concat_dim: int, N: int, **_):
+    """Sparse tensors of one shape but along `concat_dim` joined along it: each input's entries
+    shift by the sizes of the inputs before it, and the result is in row-major order (inputs
+    joined along the first dimension already are)."""
+    op = "SparseConcat"
+    check(len(inputs) == 3 * N and N >= 2, f"{op}: needs at least two sparse tensors, got {len(inputs) // 3}")
+    parts = [_components(op, *triple) for triple in zip(inputs[:N], inputs[N:2 * N], inputs[2 * N:])]
+    shapes = [shape for _, _, shape in parts]
+    rank = len(shapes[0])
+    check(rank >= 1 and all(len(s) == rank for s in shapes), f"{op}: inputs must have one rank >= 1, got "
+                                                             f"shapes {[s.tolist() for s in shapes]}")
+    axis = normalize_axis(concat_dim, rank, f"{op}: concat_dim")
+    others = [np.delete(s, axis) for s in shapes]
+    check(all(np.array_equal(o, others[0]) for o in others),
+          f"{op}: inputs' shapes must match except along dimension {axis}, got {[s.tolist() for s in shapes]}")
+    check(len({v.dtype for _, v, _ in parts}) == 1, f"{op}: inputs' values have different dtypes")
+    offsets = np.cumsum([0] + [int(s[axis]) for s in shapes[:-1]])
+    shifted = []
+    for (indices, _, _), offset in zip(parts, offsets):
+        moved = indices.copy()
+        moved[:, axis] += offset
+        shifted.append(moved)
+    indices = np.concatenate(shifted)
+    values = np.concatenate([v for _, v, _ in parts])
+    out_shape = shapes[0].copy()
+    out_shape[axis] = sum(int(s[axis]) for s in shapes)
+    if axis:
+        order = np.lexsort(indices.T[::-1])
+        indices, values = indices[order], values[order]
+    return indices, values, out_shape

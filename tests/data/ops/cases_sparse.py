@@ -266,3 +266,26 @@ BINARY += [
 ]
 
 CASES = TO_DENSE + REORDER + RESHAPE + MATMUL + DENSE_ADD + FILL + SLICE + REDUCE + SOFTMAX + BINARY
+
+
+def concat(name, parts, dim, error=False):
+    return case("SparseConcat", name=name, indices=[p[0] for p in parts], values=[p[1] for p in parts],
+                shapes=[p[2] for p in parts], concat_dim=dim, error=error, dynamic=error)
+
+
+C2 = (i64([0, 0], [1, 2]), np.array([7, 8], np.float32), shape(2, 3))
+C4 = (IDX, vals(4), shape(4, 4))
+CONCAT = [
+    concat("rows", [C4, (C2[0], C2[1], shape(2, 4))], 0),
+    concat("columns", [(IDX[:2], vals(2), shape(2, 4)), C2], 1),
+    concat("negative_dim", [(IDX[:2], vals(2), shape(2, 4)), C2, C2], -1),
+    concat("rank3", [(IDX3, vals(5, np.int64), shape(2, 3, 2)), (IDX3[:2], np.array([9, 9], np.int64),
+                                                                 shape(2, 3, 2))], 2),
+    concat("string", [(IDX[:2], np.array([b"a", b"b"], object), shape(2, 4)),
+                      (C2[0], np.array([b"c", b"d"], object), shape(2, 3))], 1),
+    concat("bool", [(IDX[:2], np.array([True, False]), shape(2, 4)), (C2[0], np.array([False, True]),
+                                                                      shape(2, 3))], 1),
+    concat("empty", [(EMPTY, np.zeros(0, np.float32), shape(2, 2)), C2], 1),
+    concat("shape_mismatch", [C4, C2], 1, error=True),
+]
+CASES += CONCAT
