@@ -45,7 +45,8 @@ from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, check_ref, compile_plan
 from savedmodel.runtime.protofiles import parse_message
 from savedmodel.runtime.resources import ResourceManager, Variable
-from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
+from savedmodel.runtime.saved_model_file import (TensorSpecInfo, find_meta_graph, read_saved_model,
+                                                 signature_functions)
 from savedmodel.runtime.structure import TensorSpec
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto, string_text
@@ -110,9 +111,24 @@ def _try_native(export_dir, tags, allow_file_access, output_dir, limits):
         return native.load_native(export_dir, tags, allow_file_access=allow_file_access,
                                   output_dir=output_dir), ""
     except native.NativeUnsupportedError as err:
-        return None, f"the native engine has no kernel for {', '.join(err.ops)}"
+        return None, f"the native engine has no kernel for {', '.join(err.ops)}{_unused_only(export_dir, tags, err)}"
     except (SavedModelError, OSError) as err:
         return None, f"the native engine could not load it ({err})"
+
+
+def _unused_only(export_dir, tags, err) -> str:
+    """A note for the reason numpy runs a model when every op the native engine lacks is in
+    functions no signature calls: its loader compiles every function, the numpy engine only
+    what a call needs."""
+    try:
+        used = signature_functions(find_meta_graph(read_saved_model(Path(export_dir)), set(tags), str(export_dir)))
+    except (SavedModelError, OSError):
+        return ""
+    if any(function == "" or function in used for _, _, function in err.missing):
+        return ""
+    functions = sorted({function for _, _, function in err.missing})
+    return (f" (needed only by functions no signature calls: {', '.join(functions)}; the native "
+            "engine compiles every function when it loads a model)")
 
 
 class Model:

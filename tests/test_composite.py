@@ -100,6 +100,7 @@ def test_a_function_no_signature_needs_does_not_stop_loading(caplog):
     if registry.is_supported("Dilation2D"):
         pytest.skip("the numpy engine has Dilation2D now: choose another missing op")
     assert model.engine == "numpy" and "Dilation2D" in model.engine_reason
+    assert "needed only by functions no signature calls: __inference_dilate" in model.engine_reason
     with pytest.raises(registry.UnsupportedOpError) as caught:
         model.functions["dilate"](np.zeros((1, 5, 5, 1), np.float32))
     assert all(part in str(caught.value) for part in ("'Dilation2D'", "node 'Dilation2D'", "__inference_dilate"))
@@ -124,3 +125,9 @@ def test_ragged_rows_round_trip_through_variants():
         from_variant(values, input_ragged_rank=0, output_ragged_rank=1, **dtypes)
     with pytest.raises(KernelError, match="output_ragged_rank"):
         from_variant(stacked, input_ragged_rank=0, output_ragged_rank=2, **dtypes)
+
+
+@pytest.mark.parametrize("name", ["sparse_matmul", "ragged_map"])
+def test_ops_a_signature_needs_are_not_called_unused(name):
+    reason = load(MODELS / name).engine_reason
+    assert "no kernel for" in reason and "no signature calls" not in reason
