@@ -1,5 +1,6 @@
 """Kernel cases for ragged-tensor ops (RaggedGather, RaggedRange, RaggedBincount) and Bincount:
 every dtype TensorFlow registers on CPU, empty rows and tensors, indices out of range."""
+import ml_dtypes
 import numpy as np
 
 
@@ -97,3 +98,30 @@ BINCOUNT = [
 ]
 
 CASES = GATHER + RANGE + BINCOUNT
+
+
+NUMERIC = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,
+           ml_dtypes.bfloat16, np.float32, np.float64, np.complex64, np.complex128]
+
+
+WEIGHTS = [np.int32, np.int64, np.float32, np.float64]
+"""The weight types the op definitions of RaggedBincount and Bincount allow."""
+
+
+def typed(dtype, n=6):
+    return (np.arange(n) % 2 == 0) if dtype is np.bool_ else (np.arange(n) + 1).astype(dtype)
+
+
+def _name(dtype) -> str:
+    return f"dtype_{np.dtype(dtype).name}"
+
+
+DTYPES = (
+    [gather(_name(t), [SPLITS], typed(t), i32(3, 0)) for t in NUMERIC + [np.bool_]]
+    + [ragged_bincount(f"{_name(t)}_{np.dtype(i).name}_values", SPLITS, COUNTS.astype(i), np.array(3, i),
+                       typed(t))
+       for t in WEIGHTS for i in (np.int32, np.int64)]
+    + [case("Bincount", name=_name(t), arr=i32(0, 2, 2, 1), size=np.int32(3), weights=typed(t, 4))
+       for t in WEIGHTS]
+)
+CASES += DTYPES

@@ -289,3 +289,42 @@ CONCAT = [
     concat("shape_mismatch", [C4, C2], 1, error=True),
 ]
 CASES += CONCAT
+
+
+NUMERIC = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,
+           BF16, np.float32, np.float64, np.complex64, np.complex128]
+REAL = [t for t in NUMERIC if np.dtype(t).kind != "c"]
+ANY = NUMERIC + [np.bool_]
+
+
+def typed(dtype, n=4):
+    """n small values of `dtype` (positive, so that unsigned types hold them)."""
+    return (np.arange(n) % 2 == 0) if dtype is np.bool_ else (np.arange(n) + 1).astype(dtype)
+
+
+def _name(dtype) -> str:
+    return f"dtype_{np.dtype(dtype).name}"
+
+
+DTYPES = (
+    [to_dense(_name(t), IDX, shape(4, 4), typed(t), typed(t, 1)[0]) for t in ANY]
+    + [reorder(_name(t), UNSORTED, typed(t), shape(4, 4)) for t in ANY]
+    + [matmul(_name(t), IDX, typed(t), shape(4, 4), np.ones((4, 2), t))
+       for t in (np.int32, np.float16, BF16, np.float32, np.float64, np.complex64, np.complex128)]
+    + [dense_add(_name(t), IDX, typed(t), shape(4, 4), np.ones((4, 4), t)) for t in NUMERIC]
+    + [fill(_name(t), IDX, typed(t), shape(5, 4), typed(t, 1)[0]) for t in ANY]
+    + [slice_(_name(t), IDX, typed(t), shape(4, 4), shape(1, 0), shape(3, 3)) for t in ANY]
+    + [reduce(op, _name(t), IDX, typed(t), shape(4, 4), [1])
+       for op in ("SparseReduceSum", "SparseReduceSumSparse") for t in NUMERIC]
+    + [reduce(op, _name(t), IDX, typed(t), shape(4, 4), [0])
+       for op in ("SparseReduceMax", "SparseReduceMaxSparse") for t in REAL]
+    + [softmax(_name(t), IDX, typed(t), shape(4, 4)) for t in (np.float16, np.float32, np.float64)]
+    + [binary(op, _name(t), (IDX, typed(t), shape(4, 4)), (B[0], typed(t)[::-1].copy(), B[2]))
+       for op in ("SparseSparseMaximum", "SparseSparseMinimum") for t in REAL]
+    + [binary("SparseAdd", _name(t), (IDX, typed(t), shape(4, 4)), (B[0], typed(t), B[2]),
+              thresh=np.array(0, np.dtype(t).char.lower() if np.dtype(t).kind == "c" else t))
+       for t in (np.int8, np.int16, np.int32, np.int64, np.float32, np.float64, np.complex64, np.complex128)]
+    + [concat(_name(t), [(IDX[:2], typed(t, 2), shape(2, 4)), (C2[0], typed(t, 2), shape(2, 3))], 1)
+       for t in ANY]
+)
+CASES += DTYPES
