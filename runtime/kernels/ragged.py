@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime.farmhash import fingerprint64
 from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import kernel
 from savedmodel.runtime.structure import RaggedTensor
@@ -322,3 +323,107 @@ def ragged_tensor_from_variant(encoded_ragged, *, input_ragged_rank: int, output
     values = [i.flat_values for i in variant.items]
     empty = np.zeros(0, Tvalues.numpy if not Tvalues.is_string else object)
     return (*outer, *levels, np.concatenate(values) if values else empty)
+
+
+_CAT_MUL = np.uint64(0xC6A4A7935BD1E995)
+_INT64_MAX = np.uint64(2 ** 63 - 1)
+
+
+@kernel("RaggedCross")
+def ragged_cross(*inputs, Nsparse: int, input_order: str, hashed_output: bool, num_buckets: int,
+                 hash_key: int, ragged_values_types: list, dense_types: list, out_row_splits_type, **_):
+    """tf.ragged.cross: per batch row, every combination of one feature from each input (the
+    last input varying fastest), as the features joined by "_X_" or (hashed_output) their
+    FingerprintCat64-combined fingerprints. Inputs are ragged (values, splits), sparse (one row
+    per first index) or dense matrices, taken in `input_order` ('R', 'S', 'D' per input)."""
+    op = "RaggedCross"
+    columns = _cross_columns(list(inputs), len(ragged_values_types), Nsparse, len(dense_types), input_order)
+    nrows = {len(splits) - 1 for _, splits in columns}
+    check(len(nrows) <= 1, f"{op}: inputs have different batch sizes {sorted(nrows)}")
+    rows = nrows.pop() if nrows else 0
+    if hashed_output:
+        columns = [(_feature_hashes(values), splits) for values, splits in columns]
+    pieces, lengths = [], []
+    for row in range(rows):
+        counts = [int(splits[row + 1] - splits[row]) for _, splits in columns]
+        picks = np.indices(counts).reshape(len(counts), -1)
+        features = [values[splits[row] + pick] for (values, splits), pick in zip(columns, picks)]
+        pieces.append(_hash_cross(features, hash_key, num_buckets) if hashed_output else _join_cross(features))
+        lengths.append(picks.shape[1])
+    splits = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(out_row_splits_type.numpy)
+    empty = np.zeros(0, np.int64) if hashed_output else np.zeros(0, object)
+    return (np.concatenate(pieces) if pieces else empty), splits
+
+
+def _cross_columns(inputs: list, n_ragged: int, n_sparse: int, n_dense: int, order: str) -> list:
+    """Each input as (flat features, row splits), in `order`."""
+    op = "RaggedCross"
+    check(len(order) == n_ragged + n_sparse + n_dense and set(order) <= set("DRS")
+          and order.count("R") == n_ragged and order.count("S") == n_sparse and order.count("D") == n_dense,
+          f"{op}: input_order {order!r} does not match {n_ragged} ragged, {n_sparse} sparse and "
+          f"{n_dense} dense inputs")
+    ragged = [(np.asarray(values), np.asarray(splits).astype(np.int64))
+              for values, splits in zip(inputs[:n_ragged], inputs[n_ragged:2 * n_ragged])]
+    sparse = inputs[2 * n_ragged:2 * n_ragged + 3 * n_sparse]
+    sparse = [_sparse_column(*triple) for triple in zip(sparse[:n_sparse], sparse[n_sparse:2 * n_sparse],
+                                                        sparse[2 * n_sparse:])]
+    dense = [_dense_column(d) for d in inputs[2 * n_ragged + 3 * n_sparse:]]
+    by_kind = {"R": iter(ragged), "S": iter(sparse), "D": iter(dense)}
+    columns = [next(by_kind[kind]) for kind in order]
+    for values, splits in columns:
+        check(splits.ndim == 1 and len(splits) >= 1 and splits[0] == 0 and splits[-1] == len(values)
+              and bool(np.all(np.diff(splits) >= 0)), f"{op}: invalid row splits for {len(values)} values")
+    return columns
+
+
+def _sparse_column(indices, values, shape) -> tuple[np.ndarray, np.ndarray]:
+    indices, values, shape = np.asarray(indices), np.asarray(values), np.asarray(shape)
+    check(indices.ndim == 2 and indices.shape[1] == 2 and values.shape == (len(indices),) and shape.shape == (2,),
+          "RaggedCross: a sparse input must be a matrix (indices n x 2, values n, shape 2)")
+    rows = indices[:, 0]
+    check(rows.size == 0 or (rows.min() >= 0 and rows.max() < shape[0]),
+          "RaggedCross: a sparse input has a row index outside its shape")
+    order = np.argsort(rows, kind="stable")
+    counts = np.bincount(rows, minlength=int(shape[0]))
+    return values[order], np.concatenate([[0], np.cumsum(counts)])
+
+
+def _dense_column(dense) -> tuple[np.ndarray, np.ndarray]:
+    dense = np.asarray(dense)
+    check(dense.ndim == 2, f"RaggedCross: a dense input must be a matrix, got shape {list(dense.shape)}")
+    return dense.reshape(-1), np.arange(len(dense) + 1, dtype=np.int64) * dense.shape[1]
+
+
+def _feature_hashes(values: np.ndarray) -> np.ndarray:
+    """A feature's hash: Fingerprint64 of a string, an int64's own bits."""
+    if values.dtype == object:
+        return np.array([fingerprint64(v if isinstance(v, bytes) else str(v).encode()) for v in values],
+                        np.uint64).reshape(values.shape)
+    return values.astype(np.int64).view(np.uint64)
+
+
+def _hash_cross(features: list[np.ndarray], hash_key: int, num_buckets: int) -> np.ndarray:
+    hashed = np.full(len(features[0]) if features else 0, hash_key & (2 ** 64 - 1), np.uint64)
+    for feature in features:
+        hashed = _fingerprint_cat64(hashed, feature)
+    return (hashed % (np.uint64(num_buckets) if num_buckets > 0 else _INT64_MAX)).astype(np.int64)
+
+
+def _fingerprint_cat64(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """farmhash.fingerprint_cat64 on arrays (uint64 arithmetic wraps as the C++ does)."""
+    result = first ^ _CAT_MUL
+    result ^= _shift_mix(second * _CAT_MUL) * _CAT_MUL
+    result = _shift_mix(result * _CAT_MUL) * _CAT_MUL
+    return _shift_mix(result)
+
+
+def _shift_mix(value: np.ndarray) -> np.ndarray:
+    return value ^ (value >> np.uint64(47))
+
+
+def _join_cross(features: list[np.ndarray]) -> np.ndarray:
+    """The features of each combination joined by "_X_" (integers as decimal text)."""
+    texts = [[v if isinstance(v, bytes) else str(int(v)).encode() for v in feature] for feature in features]
+    out = np.empty(len(texts[0]) if texts else 0, object)
+    out[:] = [b"_X_".join(parts) for parts in zip(*texts)]
+    return out

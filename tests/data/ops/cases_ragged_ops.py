@@ -125,3 +125,42 @@ DTYPES = (
        for t in WEIGHTS]
 )
 CASES += DTYPES
+
+
+def strings(*items):
+    out = np.empty(len(items), object)
+    out[:] = [s.encode() for s in items]
+    return out
+
+
+def cross(name, order, ragged=(), sparse=(), dense=(), hashed=False, buckets=0, key=0, error=False,
+          splits_type=np.int64):
+    return case("RaggedCross", name=name, ragged_values=[r[0] for r in ragged] or [],
+                ragged_row_splits=[r[1] for r in ragged] or [], sparse_indices=[s[0] for s in sparse] or [],
+                sparse_values=[s[1] for s in sparse] or [], sparse_shape=[s[2] for s in sparse] or [],
+                dense_inputs=list(dense), input_order=order, hashed_output=hashed, num_buckets=buckets,
+                hash_key=key, out_values_type=np.int64 if hashed else np.bytes_, out_row_splits_type=splits_type,
+                error=error, dynamic=error)
+
+
+WORDS = (strings("a", "b", "c", "d"), i64(0, 2, 2, 4))
+NUMBERS = (i64(7, -1, 30, 4, 5), i64(0, 1, 3, 5))
+SPARSE = (i64([0, 0], [2, 1], [2, 0]), strings("x", "y", "z"), i64(3, 2))
+DENSE = strings("p", "q", "r")[:, None].copy()
+CROSS = [
+    cross("ragged_strings", "RR", ragged=[WORDS, (strings("u", "v", "w"), i64(0, 1, 2, 3))]),
+    cross("ragged_ints", "RR", ragged=[WORDS, NUMBERS]),
+    cross("all_kinds", "DRS", ragged=[WORDS], sparse=[SPARSE], dense=[DENSE]),
+    cross("sparse_first", "SR", ragged=[NUMBERS], sparse=[SPARSE]),
+    cross("dense_ints", "DD", dense=[i64([1, 2], [3, 4], [5, 6]), i64([8], [9], [10])]),
+    cross("hashed", "RR", ragged=[WORDS, NUMBERS], hashed=True),
+    cross("hashed_buckets", "RSD", ragged=[WORDS], sparse=[SPARSE], dense=[DENSE], hashed=True, buckets=10),
+    cross("hashed_key", "RD", ragged=[NUMBERS], dense=[i64([1], [2], [3])], hashed=True, buckets=1000,
+          key=123456789),
+    cross("int32_splits", "RR", ragged=[(r[0], r[1].astype(np.int32)) for r in (WORDS, NUMBERS)],
+          splits_type=np.int32),
+    cross("single", "R", ragged=[WORDS]),
+    cross("empty_batch", "RR", ragged=[(strings(), i64(0)), (np.zeros(0, np.int64), i64(0))]),
+    cross("batch_mismatch", "RR", ragged=[WORDS, (i64(1, 2), i64(0, 1, 2))], error=True),
+]
+CASES += CROSS
