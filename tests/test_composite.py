@@ -12,7 +12,7 @@ import pytest
 
 from conftest import DATA
 from savedmodel.protos import struct_pb2
-from savedmodel.runtime import RaggedTensor, SparseTensor, load, registry, structure
+from savedmodel.runtime import RaggedTensor, SparseTensor, load, native, registry, structure
 from savedmodel.runtime.dtypes import from_name
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.feeds import FeedError
@@ -42,14 +42,18 @@ def test_composite_signature_outputs_give_tensorflows_components(signature, kind
     outputs = load(COMPOSITE).signatures[signature](**_side(io, signature, "in"))
     composite = [v for v in outputs.values() if isinstance(v, kind)]
     assert len(composite) == 1
+    if kind is SparseTensor:
+        np.testing.assert_array_equal(composite[0].to_dense(), outputs["dense"])
     flat = {f"{key}/{i}": c for key, value in outputs.items() for i, c in enumerate(_components(value))}
     assert_matches(flat, _side(io, signature, "out"), f"composite_outputs:{signature}")
 
 
-def test_ragged_values_go_into_object_graph_functions():
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("native", marks=pytest.mark.skipif(
+    not native.available(), reason="the native engine is not built in this installation"))])
+def test_ragged_values_go_into_object_graph_functions(engine):
     io = _io(MODELS / "ragged_rows")
     feeds = _side(io, "rows", "in")
-    model = load(MODELS / "ragged_rows", engine="numpy")
+    model = load(MODELS / "ragged_rows", engine=engine)
     outputs = model.functions["rows"](RaggedTensor(feeds["x"], (feeds["x_1"],)))
     assert_matches(outputs, _side(io, "rows", "out"), "ragged_rows.rows")
 
