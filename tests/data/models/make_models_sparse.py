@@ -61,12 +61,21 @@ class SparseMatmul(tf.Module):
 
 
 class UnusedFunction(tf.Module):
-    """A signature that needs only common ops, and a method no signature calls that needs
-    Dilation2D, which neither engine has: loading and the signature must still work."""
+    """A signature that needs only common ops, a method no signature calls that needs
+    Dilation2D, which neither engine has, and one that takes a dataset iterator (as a Keras
+    `adapt_step` does) and runs dataset ops: loading and the signature must still work."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = tf.Variable(0.0)
 
     @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
     def serve(self, x):
-        return {"y": x * 2.0 + 1.0}
+        return {"y": x * 2.0 + 1.0 + self.total}
+
+    @tf.function(input_signature=[tf.data.IteratorSpec(tf.TensorSpec([None], tf.float32))])
+    def adapt_step(self, iterator):
+        self.total.assign_add(tf.reduce_sum(next(iterator)))
 
     @tf.function(input_signature=[tf.TensorSpec([1, 5, 5, 1], tf.float32)])
     def dilate(self, image):
