@@ -111,7 +111,8 @@ def _try_native(export_dir, tags, allow_file_access, output_dir, limits):
         return native.load_native(export_dir, tags, allow_file_access=allow_file_access,
                                   output_dir=output_dir), ""
     except native.NativeUnsupportedError as err:
-        return None, f"the native engine has no kernel for {', '.join(err.ops)}{_unused_only(export_dir, tags, err)}"
+        note = _unused_only(export_dir, tags, err)
+        return None, f"the native engine has no kernel for {', '.join(err.ops)}{note}"
     except (SavedModelError, OSError) as err:
         return None, f"the native engine could not load it ({err})"
 
@@ -121,9 +122,10 @@ def _unused_only(export_dir, tags, err) -> str:
     functions no signature calls: its loader compiles every function, the numpy engine only
     what a call needs."""
     try:
-        used = signature_functions(find_meta_graph(read_saved_model(Path(export_dir)), set(tags), str(export_dir)))
+        meta_graph = find_meta_graph(read_saved_model(Path(export_dir)), set(tags), str(export_dir))
     except (SavedModelError, OSError):
         return ""
+    used = signature_functions(meta_graph)
     if any(function == "" or function in used for _, _, function in err.missing):
         return ""
     functions = sorted({function for _, _, function in err.missing})

@@ -126,8 +126,8 @@ def signature_functions(meta_graph: meta_graph_pb2.MetaGraphDef) -> set[str]:
     graph nodes its tensors depend on name (as op types or in func attrs), and theirs in turn.
     The rest (a Keras `adapt_step`, a training step) only the object graph's methods call."""
     by_name = {node.name: node for node in meta_graph.graph_def.node}
-    roots = [info.name.split(":")[0] for sig in meta_graph.signature_def.values()
-             for info in (*sig.inputs.values(), *sig.outputs.values()) if info.name]
+    roots = [name.split(":")[0] for sig in meta_graph.signature_def.values()
+             for info in (*sig.inputs.values(), *sig.outputs.values()) for name in _tensor_names(info)]
     library = {f.signature.name: f for f in meta_graph.graph_def.library.function}
     found: set[str] = set()
     pending = [name for node in needed_nodes(by_name, roots) for name in _called(by_name[node], library)]
@@ -137,6 +137,14 @@ def signature_functions(meta_graph: meta_graph_pb2.MetaGraphDef) -> set[str]:
             found.add(name)
             pending += [callee for node in library[name].node_def for callee in _called(node, library)]
     return found
+
+
+def _tensor_names(info: meta_graph_pb2.TensorInfo) -> list[str]:
+    """The tensors a signature input or output stands for (a composite one's components)."""
+    coo = info.coo_sparse
+    return [name for name in (info.name, coo.indices_tensor_name, coo.values_tensor_name,
+                              coo.dense_shape_tensor_name,
+                              *(c.name for c in info.composite_tensor.components)) if name]
 
 
 def _called(node, library: dict) -> list[str]:

@@ -67,6 +67,7 @@ class SparseTensor:
         return [self.indices, self.values, self.dense_shape]
 
     def to_dense(self, default=0) -> np.ndarray:
+        """The dense array (positions without an entry hold `default`)."""
         dense = np.full(tuple(int(d) for d in self.dense_shape), default, dtype=self.values.dtype)
         dense[tuple(np.asarray(self.indices, np.int64).T)] = self.values
         return dense
@@ -92,10 +93,10 @@ class RaggedTensorSpec:
     def unpack(self, value, where: str) -> list:
         if not isinstance(value, RaggedTensor):
             raise FeedError(f"{where} expects a RaggedTensor (savedmodel.runtime.RaggedTensor), "
-                                  f"got {type(value).__name__}")
+                            f"got {type(value).__name__}")
         if len(value.nested_row_splits) != self.ragged_rank:
             raise FeedError(f"{where} expects {self.ragged_rank} row splits, got "
-                                  f"{len(value.nested_row_splits)}")
+                            f"{len(value.nested_row_splits)}")
         return value.components()
 
 
@@ -117,7 +118,7 @@ class SparseTensorSpec:
     def unpack(self, value, where: str) -> list:
         if not isinstance(value, SparseTensor):
             raise FeedError(f"{where} expects a SparseTensor (savedmodel.runtime.SparseTensor), "
-                                  f"got {type(value).__name__}")
+                            f"got {type(value).__name__}")
         return value.components()
 
 
@@ -128,9 +129,6 @@ class OtherTypeSpec:
 
     class_name: str
     num_components: int
-
-    def component_specs(self) -> list:
-        raise FileFormatError(f"{self.class_name} values (a composite TypeSpec) are not supported")
 
     def pack(self, components: list):
         raise FileFormatError(f"a function returns {self.class_name} values (a composite TypeSpec), "

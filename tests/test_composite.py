@@ -17,6 +17,7 @@ from savedmodel.runtime.dtypes import from_name
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.feeds import FeedError
 from savedmodel.runtime.loader import _flatten_args
+from savedmodel.runtime.saved_model_file import read_saved_model, signature_functions
 from test_runtime_corpus import assert_matches
 
 MODELS = DATA / "models"
@@ -143,3 +144,12 @@ def test_a_function_taking_a_dataset_iterator_does_not_stop_loading():
     model = load(MODELS / "unused_function", engine="numpy")
     with pytest.raises(FeedError, match="IteratorSpec values"):
         model.functions["adapt_step"](iter([np.ones(2, np.float32)]))
+
+
+def test_signature_functions_follow_calls_loops_and_composite_outputs():
+    def used(path) -> set[str]:
+        return {name.rsplit("_", 1)[0] for name in signature_functions(read_saved_model(path).meta_graphs[0])}
+    assert used(MODELS / "ragged_map") == {"__inference_scaled", "__inference_signature_wrapper_scaled",
+                                           "map_while_body", "map_while_cond"}
+    assert used(MODELS / "unused_function") == {"__inference_serve", "__inference_signature_wrapper_serve"}
+    assert "__inference_reordered" in used(COMPOSITE)
