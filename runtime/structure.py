@@ -36,9 +36,12 @@ class TensorSpec:
             want is None or want == got for want, got in zip(self.shape, shape))
 
     def __str__(self) -> str:
-        shape = "<unknown>" if self.shape is None else "(" + ", ".join(
-            "None" if d is None else str(d) for d in self.shape) + ("," if len(self.shape) == 1 else "") + ")"
-        return f"TensorSpec(shape={shape}, dtype={self.dtype.name}, name={self.name!r})"
+        return f"TensorSpec(shape={_shape_text(self.shape)}, dtype={self.dtype.name}, name={self.name!r})"
+
+
+def _shape_text(shape) -> str:
+    return "<unknown>" if shape is None else "(" + ", ".join(
+        "None" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,10 @@ class RaggedTensorSpec:
     ragged_rank: int
     row_splits_dtype: dtypes.DType
 
+    def __repr__(self) -> str:
+        return (f"RaggedTensorSpec(shape={_shape_text(self.shape)}, dtype={self.dtype.name}, "
+                f"ragged_rank={self.ragged_rank}, row_splits_dtype={self.row_splits_dtype.name})")
+
     def component_specs(self) -> list[TensorSpec]:
         inner = None if self.shape is None else (None, *self.shape[self.ragged_rank + 1:])
         return [TensorSpec(inner, self.dtype), *[TensorSpec((None,), self.row_splits_dtype)] * self.ragged_rank]
@@ -106,6 +113,9 @@ class SparseTensorSpec:
 
     shape: tuple[int | None, ...] | None
     dtype: dtypes.DType
+
+    def __repr__(self) -> str:
+        return f"SparseTensorSpec(shape={_shape_text(self.shape)}, dtype={self.dtype.name})"
 
     def component_specs(self) -> list[TensorSpec]:
         rank = None if self.shape is None else len(self.shape)
