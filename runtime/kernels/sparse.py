@@ -345,3 +345,35 @@ def sparse_concat(*inputs, concat_dim: int, N: int, **_):
         order = np.lexsort(indices.T[::-1])
         indices, values = indices[order], values[order]
     return indices, values, out_shape
+
+
+def _cwise(op: str, combine):
+    def sparse_dense_cwise(sp_indices, sp_values, sp_shape, dense, **_):
+        """Each stored value combined with the dense operand's element at its position (the
+        dense operand broadcasts to the sparse shape, not the other way round)."""
+        indices, values, shape = _components(op, sp_indices, sp_values, sp_shape)
+        dense = np.asarray(dense)
+        check(dense.ndim <= len(shape), f"{op}: the dense operand of shape {list(dense.shape)} has a "
+                                        f"higher rank than the sparse shape {shape.tolist()}")
+        try:
+            spread = np.broadcast_to(dense, tuple(shape.tolist()))
+        except ValueError:
+            raise KernelError(f"{op}: the dense operand of shape {list(dense.shape)} does not broadcast "
+                              f"to the sparse shape {shape.tolist()}") from None
+        _check_bounds(op, indices, shape)
+        return (combine(values, spread[tuple(indices.T)]).astype(values.dtype),)
+    return sparse_dense_cwise
+
+
+def _divide(values: np.ndarray, divisors: np.ndarray) -> np.ndarray:
+    """C division: integers truncate toward zero (a zero divisor is an error)."""
+    if values.dtype.kind not in "iu":
+        return values / divisors
+    check(not np.any(divisors == 0), "SparseDenseCwiseDiv: integer division by zero")
+    quotient = np.abs(values) // np.abs(divisors)
+    return np.where((values < 0) != (divisors < 0), -quotient, quotient)
+
+
+kernel("SparseDenseCwiseMul")(_cwise("SparseDenseCwiseMul", np.multiply))
+kernel("SparseDenseCwiseDiv")(_cwise("SparseDenseCwiseDiv", _divide))
+kernel("SparseDenseCwiseAdd")(_cwise("SparseDenseCwiseAdd", np.add))

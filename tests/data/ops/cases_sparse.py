@@ -328,3 +328,27 @@ DTYPES = (
        for t in ANY]
 )
 CASES += DTYPES
+
+
+def cwise(op, name, indices, values, dense_shape, dense, error=False):
+    return case(op, name=name, sp_indices=indices, sp_values=values, sp_shape=dense_shape, dense=dense,
+                error=error, dynamic=error)
+
+
+CWISE = []
+for _op in ("SparseDenseCwiseMul", "SparseDenseCwiseDiv", "SparseDenseCwiseAdd"):
+    CWISE += [
+        cwise(_op, "scalar", IDX, vals(4), shape(4, 4), np.float32(2.5)),
+        cwise(_op, "row_broadcast", IDX, vals(4, np.float64), shape(4, 4), np.array([1.0, 2, -4, 8])),
+        cwise(_op, "full", IDX3, vals(5), shape(2, 3, 2), (np.arange(12, dtype=np.float32) + 1).reshape(2, 3, 2)),
+        cwise(_op, "column_broadcast", IDX, vals(4), shape(4, 4), np.array([[1], [2], [3], [4]], np.float32)),
+        cwise(_op, "int32", IDX, np.array([7, -7, 9, -1], np.int32), shape(4, 4), np.array([2, -2, 4, 3], np.int32)),
+        cwise(_op, "int64", IDX, vals(4, np.int64), shape(4, 4), np.int64(3)),
+        cwise(_op, "half", IDX, vals(4, np.float16), shape(4, 4), np.float16(0.5)),
+        cwise(_op, "empty", EMPTY, np.zeros(0, np.float32), shape(2, 2), np.float32(3)),
+        cwise(_op, "bad_broadcast", IDX, vals(4), shape(4, 4), np.ones(3, np.float32), error=True),
+        cwise(_op, "higher_rank", IDX, vals(4), shape(4, 4), np.ones((1, 4, 4), np.float32), error=True),
+    ]
+CASES += CWISE
+CASES += [cwise(op, _name(t), IDX, typed(t), shape(4, 4), typed(t)) for t in REAL
+          for op in ("SparseDenseCwiseMul", "SparseDenseCwiseDiv", "SparseDenseCwiseAdd")]
