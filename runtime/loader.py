@@ -451,24 +451,25 @@ class Signature:
         self.outputs = {k: TensorSpecInfo.from_proto(k, signature.outputs[k]) for k in sorted(signature.outputs)}
         self._model = model
         self._plan: Plan | None = None
-        for key, spec in self.inputs.items():
-            if spec.encoding != "name":
-                raise FileFormatError(f"signature {name!r}: input {key!r} is a {spec.encoding} "
-                                      "tensor, which the runtime does not support")
-            check_ref(model._graph, _parse_ref(spec.tensor_name), f"signature {name!r}: input {key!r}")
-        self._outputs = [_output(name, key, signature.outputs[key], model._graph) for key in self.outputs]
-        self._conversions = [(k, _input_dtype(name, k, spec), spec.shape, f"input {k!r} of signature {name!r}")
-                             for k, spec in self.inputs.items()]
+        inputs = [_endpoint(name, "input", key, signature.inputs[key], model._graph) for key in self.inputs]
+        self._outputs = [_endpoint(name, "output", key, signature.outputs[key], model._graph) for key in self.outputs]
+        self._feed_refs = [ref for _, _, refs in inputs for ref in refs]
+        self._conversions = [(key, spec, _input_parts(name, key, spec, self.inputs[key]),
+                              f"input {key!r} of signature {name!r}") for key, spec, _ in inputs]
 
     def __call__(self, **feeds) -> dict:
         """The outputs by key: numpy arrays, and RaggedTensor / SparseTensor values for the
-        composite outputs (a RaggedTensorSpec or SparseTensorSpec in the SignatureDef)."""
+        composite outputs (a RaggedTensorSpec or SparseTensorSpec in the SignatureDef). A
+        composite input (a TensorFlow 1 sparse placeholder) takes such a value too."""
         if len(feeds) != len(self._conversions) or not all(k in feeds for k, *_ in self._conversions):
             self._reject(feeds)
-        values = [to_input(feeds[k], dtype, shape, where) for k, dtype, shape, where in self._conversions]
+        values = []
+        for key, spec, parts, where in self._conversions:
+            given = (feeds[key],) if spec is None else spec.unpack(feeds[key], where)
+            values += [to_input(value, dtype, shape, where) for value, (dtype, shape) in zip(given, parts)]
         try:
             if self._plan is None:
-                self._plan = self._model._compile([_parse_ref(s.tensor_name) for s in self.inputs.values()],
+                self._plan = self._model._compile(self._feed_refs,
                                                   [ref for _, _, refs in self._outputs for ref in refs])
             results = iter(self._model._run(self._plan, values))
         except _NAMED_BY_SIGNATURE as err:
@@ -490,12 +491,12 @@ class Signature:
         return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
 
 
-def _output(signature: str, key: str, info: meta_graph_pb2.TensorInfo, graph: GraphSpec) -> tuple:
-    """(key, composite spec or None, the tensors to fetch) for one signature output: a plain
+def _endpoint(signature: str, role: str, key: str, info: meta_graph_pb2.TensorInfo, graph: GraphSpec) -> tuple:
+    """(key, composite spec or None, its tensors) for one signature input or output: a plain
     tensor is one tensor; a sparse one (`coo_sparse`) names its indices, values and dense
     shape; a ragged one (`composite_tensor`) lists its components' tensors in its TypeSpec's
     component order."""
-    where = f"signature {signature!r}: output {key!r}"
+    where = f"signature {signature!r}: {role} {key!r}"
     encoding = info.WhichOneof("encoding") or "name"
     if encoding == "name":
         spec, names = None, [info.name]
@@ -518,6 +519,13 @@ def _output(signature: str, key: str, info: meta_graph_pb2.TensorInfo, graph: Gr
     for ref in refs:
         check_ref(graph, ref, where)
     return key, spec, refs
+
+
+def _input_parts(signature: str, key: str, spec, info: TensorSpecInfo) -> list[tuple]:
+    """(dtype, shape) of each tensor an input takes: itself, or a composite's components."""
+    if spec is None:
+        return [(_input_dtype(signature, key, info), info.shape)]
+    return [(part.dtype, part.shape) for part in spec.component_specs()]
 
 
 def _input_dtype(signature: str, key: str, spec: TensorSpecInfo):

@@ -153,3 +153,18 @@ def test_signature_functions_follow_calls_loops_and_composite_outputs():
                                            "map_while_body", "map_while_cond"}
     assert used(MODELS / "unused_function") == {"__inference_serve", "__inference_signature_wrapper_serve"}
     assert "__inference_reordered" in used(COMPOSITE)
+
+
+def test_a_tensorflow1_sparse_placeholder_takes_a_sparse_tensor():
+    path = DATA / "composite" / "tf1_sparse"
+    io = _io(path)
+    feeds = _side(io, "serving_default", "in")
+    model = load(path)
+    outputs = model.signatures["serving_default"](x=SparseTensor(*(feeds[f"x/{i}"] for i in range(3))))
+    flat = {f"{key}/{i}": c for key, value in outputs.items() for i, c in enumerate(_components(value))}
+    assert_matches(flat, _side(io, "serving_default", "out"), "tf1_sparse")
+    with pytest.raises(FeedError, match="expects a SparseTensor"):
+        model.signatures["serving_default"](x=np.ones((2, 4), np.float32))
+    with pytest.raises(FeedError, match="shape"):
+        model.signatures["serving_default"](x=SparseTensor(np.zeros((1, 3), np.int64), np.ones(1, np.float32),
+                                                           np.array([4, 4, 4])))

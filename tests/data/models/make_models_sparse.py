@@ -118,6 +118,41 @@ def export_composite(name: str, module: tf.Module, calls: dict) -> None:
     np.savez(COMPOSITE / f"{name}.io.npz", **arrays)
 
 
+def export_tf1_sparse(name: str) -> None:
+    """A TensorFlow 1 export whose signature takes a sparse placeholder (a `coo_sparse` input:
+    the SignatureDef names its indices, values and dense shape tensors) and returns a sparse
+    tensor too; recorded as components like export_composite."""
+    path = COMPOSITE / name
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.sparse_placeholder(tf.float32, [None, 4], name="x")
+        w = tf.constant(np.arange(8, dtype=np.float32).reshape(4, 2) - 3)
+        y = tf.sparse.sparse_dense_matmul(x, w)
+        doubled = tf.sparse.reorder(x * 2.0)
+        with tf.compat.v1.Session(graph=graph) as session:
+            builder = tf.compat.v1.saved_model.Builder(str(path))
+            build = tf.compat.v1.saved_model.build_tensor_info
+            signature = tf.compat.v1.saved_model.build_signature_def(
+                {"x": build(x)}, {"y": build(y), "doubled": build(doubled)}, "tensorflow/serving/predict")
+            builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map={"serving_default": signature})
+            builder.save()
+    feed = tf.compat.v1.SparseTensorValue(UNORDERED_IN["x"], UNORDERED_IN["x_1"], UNORDERED_IN["x_2"])
+    with tf.compat.v1.Session(graph=tf.Graph()) as session:
+        meta = tf.compat.v1.saved_model.load(session, ["serve"], str(path))
+        outputs = meta.signature_def["serving_default"].outputs
+        coo = meta.signature_def["serving_default"].inputs["x"].coo_sparse
+        y_value, doubled_value = session.run(
+            [outputs["y"].name, [outputs["doubled"].coo_sparse.indices_tensor_name,
+                                 outputs["doubled"].coo_sparse.values_tensor_name,
+                                 outputs["doubled"].coo_sparse.dense_shape_tensor_name]],
+            {coo.indices_tensor_name: feed.indices, coo.values_tensor_name: feed.values,
+             coo.dense_shape_tensor_name: feed.dense_shape})
+    arrays = {f"sig/serving_default/in/x/{i}": v for i, v in enumerate(feed)}
+    arrays["sig/serving_default/out/y/0"] = y_value
+    arrays.update({f"sig/serving_default/out/doubled/{i}": v for i, v in enumerate(doubled_value)})
+    np.savez(COMPOSITE / f"{name}.io.npz", **arrays)
+
+
 JOBS = {
     "ragged_rows": lambda: export_module("ragged_rows", RaggedRows(), {"rows": RAGGED_IN}),
     "ragged_map": lambda: export_module("ragged_map", RaggedMap(), {"scaled": RAGGED_IN}),
@@ -126,12 +161,14 @@ JOBS = {
         "serve": {"x": np.array([[1.0, -2.0, 0.5]], np.float32)}}),
     "composite_outputs": lambda: export_composite("composite_outputs", CompositeOutputs(), {
         "doubled": RAGGED_IN, "reordered": UNORDERED_IN}),
+    "tf1_sparse": lambda: export_tf1_sparse("tf1_sparse"),
 }
 
 
 def main(names: list[str]) -> None:
     for name in names or list(JOBS):
-        shutil.rmtree((COMPOSITE if name == "composite_outputs" else HERE) / name, ignore_errors=True)
+        shutil.rmtree((COMPOSITE if name in ("composite_outputs", "tf1_sparse") else HERE) / name,
+                      ignore_errors=True)
         JOBS[name]()
 
 
