@@ -1,6 +1,9 @@
-"""Ops that ragged tensors are densified with: RaggedTensorToTensor, and DenseBincount, which
-`RowPartition.from_value_rowids` uses to count the values of each row (Keras' TextVectorization
-emits both when it pads token ids to a fixed length).
+"""Ragged-tensor ops: RaggedTensorToTensor and DenseBincount, which Keras' TextVectorization
+emits when it pads token ids to a fixed length (`RowPartition.from_value_rowids` counts the
+values of each row); RaggedGather, RaggedRange, RaggedBincount and Bincount; the variant
+encoding tf.map_fn uses to carry ragged rows through a loop (RaggedTensorToVariant /
+FromVariant, see RaggedVariant); and feature crosses (RaggedCross, and SparseCross /
+SparseCrossV2 of TensorFlow 1 feature columns, which share its rows-of-features model).
 
 A ragged tensor is flat `values` plus row partitions, outermost first: ROW_SPLITS (row i is
 values[splits[i]:splits[i+1]]), or FIRST_DIM_SIZE followed by VALUE_ROWIDS (the row of each
@@ -336,23 +339,58 @@ def ragged_cross(*inputs, Nsparse: int, input_order: str, hashed_output: bool, n
     last input varying fastest), as the features joined by "_X_" or (hashed_output) their
     FingerprintCat64-combined fingerprints. Inputs are ragged (values, splits), sparse (one row
     per first index) or dense matrices, taken in `input_order` ('R', 'S', 'D' per input)."""
-    op = "RaggedCross"
     columns = _cross_columns(list(inputs), len(ragged_values_types), Nsparse, len(dense_types), input_order)
+    values, lengths = _cross("RaggedCross", columns, hashed_output, hash_key, num_buckets)
+    return values, np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(out_row_splits_type.numpy)
+
+
+@kernel("SparseCross")
+def sparse_cross(*inputs, N: int, hashed_output: bool, num_buckets: int, hash_key: int, **_):
+    """tf.sparse.cross(_hashed) of TensorFlow 1 feature columns: RaggedCross of the sparse
+    inputs, then the dense ones, as a sparse matrix (one row per batch row)."""
+    return _sparse_cross("SparseCross", list(inputs), N, hashed_output, hash_key, num_buckets, b"_X_")
+
+
+@kernel("SparseCrossV2")
+def sparse_cross_v2(*inputs, N: int, **_):
+    """SparseCross of strings joined by the `sep` input."""
+    *inputs, sep = inputs
+    check(np.ndim(sep) == 0, "SparseCrossV2: sep must be a scalar string")
+    separator = np.asarray(sep).item()
+    separator = separator if isinstance(separator, bytes) else str(separator).encode()
+    return _sparse_cross("SparseCrossV2", inputs, N, False, 0, 0, separator)
+
+
+def _sparse_cross(op: str, inputs: list, n_sparse: int, hashed: bool, hash_key: int, num_buckets: int,
+                  separator: bytes) -> tuple:
+    sparse = [_sparse_column(*triple) for triple in zip(inputs[:n_sparse], inputs[n_sparse:2 * n_sparse],
+                                                        inputs[2 * n_sparse:3 * n_sparse])]
+    columns = sparse + [_dense_column(d) for d in inputs[3 * n_sparse:]]
+    values, lengths = _cross(op, columns, hashed, hash_key, num_buckets, separator)
+    rows = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    starts = np.cumsum(lengths, dtype=np.int64) - lengths
+    indices = np.stack([rows, np.arange(len(rows), dtype=np.int64) - starts[rows]], axis=1)
+    return indices, values, np.array([len(lengths), max(lengths, default=0)], np.int64)
+
+
+def _cross(op: str, columns: list, hashed: bool, hash_key: int, num_buckets: int,
+           separator: bytes = b"_X_") -> tuple[np.ndarray, list[int]]:
+    """Per batch row, every combination of one feature from each column (the last varying
+    fastest), joined by `separator` or hashed: the flat crosses and each row's count."""
     nrows = {len(splits) - 1 for _, splits in columns}
     check(len(nrows) <= 1, f"{op}: inputs have different batch sizes {sorted(nrows)}")
     rows = nrows.pop() if nrows else 0
-    if hashed_output:
+    if hashed:
         columns = [(_feature_hashes(values), splits) for values, splits in columns]
     pieces, lengths = [], []
     for row in range(rows):
         counts = [int(splits[row + 1] - splits[row]) for _, splits in columns]
         picks = np.indices(counts).reshape(len(counts), -1)
         features = [values[splits[row] + pick] for (values, splits), pick in zip(columns, picks)]
-        pieces.append(_hash_cross(features, hash_key, num_buckets) if hashed_output else _join_cross(features))
+        pieces.append(_hash_cross(features, hash_key, num_buckets) if hashed else _join_cross(features, separator))
         lengths.append(picks.shape[1])
-    splits = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(out_row_splits_type.numpy)
-    empty = np.zeros(0, np.int64) if hashed_output else np.zeros(0, object)
-    return (np.concatenate(pieces) if pieces else empty), splits
+    empty = np.zeros(0, np.int64) if hashed else np.zeros(0, object)
+    return (np.concatenate(pieces) if pieces else empty), lengths
 
 
 def _cross_columns(inputs: list, n_ragged: int, n_sparse: int, n_dense: int, order: str) -> list:
@@ -379,10 +417,10 @@ def _cross_columns(inputs: list, n_ragged: int, n_sparse: int, n_dense: int, ord
 def _sparse_column(indices, values, shape) -> tuple[np.ndarray, np.ndarray]:
     indices, values, shape = np.asarray(indices), np.asarray(values), np.asarray(shape)
     check(indices.ndim == 2 and indices.shape[1] == 2 and values.shape == (len(indices),) and shape.shape == (2,),
-          "RaggedCross: a sparse input must be a matrix (indices n x 2, values n, shape 2)")
+          "a sparse input of a cross must be a matrix (indices n x 2, values n, shape 2)")
     rows = indices[:, 0]
     check(rows.size == 0 or (rows.min() >= 0 and rows.max() < shape[0]),
-          "RaggedCross: a sparse input has a row index outside its shape")
+          "a sparse input of a cross has a row index outside its shape")
     order = np.argsort(rows, kind="stable")
     counts = np.bincount(rows, minlength=int(shape[0]))
     return values[order], np.concatenate([[0], np.cumsum(counts)])
@@ -390,7 +428,7 @@ def _sparse_column(indices, values, shape) -> tuple[np.ndarray, np.ndarray]:
 
 def _dense_column(dense) -> tuple[np.ndarray, np.ndarray]:
     dense = np.asarray(dense)
-    check(dense.ndim == 2, f"RaggedCross: a dense input must be a matrix, got shape {list(dense.shape)}")
+    check(dense.ndim == 2, f"a dense input of a cross must be a matrix, got shape {list(dense.shape)}")
     return dense.reshape(-1), np.arange(len(dense) + 1, dtype=np.int64) * dense.shape[1]
 
 
@@ -421,9 +459,9 @@ def _shift_mix(value: np.ndarray) -> np.ndarray:
     return value ^ (value >> np.uint64(47))
 
 
-def _join_cross(features: list[np.ndarray]) -> np.ndarray:
-    """The features of each combination joined by "_X_" (integers as decimal text)."""
+def _join_cross(features: list[np.ndarray], separator: bytes) -> np.ndarray:
+    """The features of each combination joined by `separator` (integers as decimal text)."""
     texts = [[v if isinstance(v, bytes) else str(int(v)).encode() for v in feature] for feature in features]
     out = np.empty(len(texts[0]) if texts else 0, object)
-    out[:] = [b"_X_".join(parts) for parts in zip(*texts)]
+    out[:] = [separator.join(parts) for parts in zip(*texts)]
     return out

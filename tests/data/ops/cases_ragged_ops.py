@@ -164,3 +164,29 @@ CROSS = [
     cross("batch_mismatch", "RR", ragged=[WORDS, (i64(1, 2), i64(0, 1, 2))], error=True),
 ]
 CASES += CROSS
+
+
+def sparse_cross(name, sparse=(), dense=(), hashed=False, buckets=0, key=0, sep=None, error=False):
+    args = dict(indices=[s[0] for s in sparse] or [], values=[s[1] for s in sparse] or [],
+                shapes=[s[2] for s in sparse] or [], dense_inputs=list(dense) or [])
+    if sep is not None:
+        return case("SparseCrossV2", name=name, sep=np.array(sep.encode(), object), error=error, dynamic=error,
+                    **args)
+    return case("SparseCross", name=name, hashed_output=hashed, num_buckets=buckets, hash_key=key,
+                out_type=np.int64 if hashed else np.bytes_, internal_type=np.int64 if hashed else np.bytes_,
+                error=error, dynamic=error, **args)
+
+
+SPARSE_INTS = (i64([0, 0], [0, 1], [2, 0]), i64(11, 12, 13), i64(3, 2))
+SPARSE_CROSS = [
+    sparse_cross("strings", sparse=[SPARSE, (i64([0, 0], [1, 0], [2, 0]), strings("u", "v", "w"), i64(3, 1))]),
+    sparse_cross("with_dense", sparse=[SPARSE], dense=[DENSE]),
+    sparse_cross("dense_only", dense=[strings("1", "2", "3", "4", "5", "6").reshape(3, 2), DENSE]),
+    sparse_cross("hashed_dense_ints", dense=[i64([1, 2], [3, 4], [5, 6]), i64([-1], [0], [9])], hashed=True),
+    sparse_cross("hashed", sparse=[SPARSE, SPARSE_INTS], hashed=True),
+    sparse_cross("hashed_buckets", sparse=[SPARSE_INTS], dense=[DENSE], hashed=True, buckets=100, key=7),
+    sparse_cross("batch_mismatch", sparse=[SPARSE], dense=[i64([1], [2])], error=True),
+    sparse_cross("separator", sparse=[SPARSE], dense=[DENSE], sep="--"),
+    sparse_cross("separator_ints", sparse=[SPARSE_INTS, SPARSE], sep=""),
+]
+CASES += SPARSE_CROSS
