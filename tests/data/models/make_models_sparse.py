@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from make_models import HERE, export_module
+from make_models import HERE, export_keras, export_module
 
 COMPOSITE = HERE.parent / "composite"
 RAGGED = tf.RaggedTensorSpec([None, None], tf.float32, ragged_rank=1, row_splits_dtype=tf.int64)
@@ -102,6 +102,15 @@ SPARSE_IN = {"x": np.array([[0, 1], [2, 0], [2, 3], [3, 3]], np.int64),
 UNORDERED_IN = {**SPARSE_IN, "x": SPARSE_IN["x"][[2, 0, 3, 1]]}
 
 
+def keras_hashed_crossing():
+    """A Keras HashedCrossing of a string and an integer feature (SparseCross underneath)."""
+    import keras
+    color = keras.Input((1,), dtype="string", name="color")
+    size = keras.Input((1,), dtype="int64", name="size")
+    crossed = keras.layers.HashedCrossing(num_bins=16)((color, size))
+    return keras.Model({"color": color, "size": size}, crossed)
+
+
 def export_composite(name: str, module: tf.Module, calls: dict) -> None:
     """Save `module` under tests/data/composite with one signature per call; record each
     signature's (flat) inputs and each output's components."""
@@ -154,6 +163,8 @@ def export_tf1_sparse(name: str) -> None:
 
 
 JOBS = {
+    "keras_hashed_crossing": lambda: export_keras("keras_hashed_crossing", keras_hashed_crossing(), {
+        "color": np.array([[b"red"], [b"blue"], [b""]], dtype="S"), "size": np.array([[3], [-1], [7]], np.int64)}),
     "ragged_rows": lambda: export_module("ragged_rows", RaggedRows(), {"rows": RAGGED_IN}),
     "ragged_map": lambda: export_module("ragged_map", RaggedMap(), {"scaled": RAGGED_IN}),
     "sparse_matmul": lambda: export_module("sparse_matmul", SparseMatmul(), {"matmul": SPARSE_IN}),
