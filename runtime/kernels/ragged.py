@@ -1,6 +1,7 @@
 """Ragged-tensor ops: RaggedTensorToTensor and DenseBincount, which Keras' TextVectorization
 emits when it pads token ids to a fixed length (`RowPartition.from_value_rowids` counts the
-values of each row); RaggedGather, RaggedRange, RaggedBincount and Bincount; the variant
+values of each row); RaggedTensorToSparse, RaggedGather, RaggedRange, RaggedBincount,
+SparseBincount and Bincount; the variant
 encoding tf.map_fn uses to carry ragged rows through a loop (RaggedTensorToVariant /
 FromVariant, see RaggedVariant); and feature crosses (RaggedCross, and SparseCross /
 SparseCrossV2 of TensorFlow 1 feature columns, which share its rows-of-features model).
@@ -67,6 +68,30 @@ def ragged_tensor_to_tensor(shape, values, default_value, *row_partition_tensors
     inside = np.all([c < n for c, n in zip(coordinates, out_shape)], axis=0)
     out[tuple(c[inside] for c in coordinates)] = values[inside]
     return (out,)
+
+
+@kernel("RaggedTensorToSparse")
+def ragged_tensor_to_sparse(*inputs, RAGGED_RANK: int, **_):
+    """The sparse form of a ragged tensor: one entry per scalar of its values, at its row,
+    column(s) and inner position; the dense shape has each ragged dimension's longest row."""
+    *splits, values = (np.asarray(a) for a in inputs)
+    check(len(splits) == RAGGED_RANK >= 1, f"RaggedTensorToSparse: {len(splits)} row splits for "
+                                           f"RAGGED_RANK {RAGGED_RANK}")
+    parents = None
+    for level in splits:
+        check(level.ndim == 1 and len(level) >= 1 and level[0] == 0 and bool(np.all(np.diff(level) >= 0))
+              and (parents is None or len(level) == parents + 1),
+              "RaggedTensorToSparse: invalid row splits (each must start at 0, not decrease, and have one "
+              "more entry than the rows above it have values)")
+        parents = int(level[-1])
+    check(values.ndim >= 1 and parents == len(values),
+          f"RaggedTensorToSparse: the row splits cover {parents} values, but there are {len(values)}")
+    outer = np.stack(_coordinates([s.astype(np.int64) for s in splits], len(values)), axis=1)
+    inner_shape = values.shape[1:]
+    inner = np.indices(inner_shape).reshape(len(inner_shape), -1).T if inner_shape else np.zeros((1, 0), np.int64)
+    indices = np.concatenate([np.repeat(outer, len(inner), axis=0), np.tile(inner, (len(values), 1))], axis=1)
+    dense_shape = (len(splits[0]) - 1, *(int(np.diff(s).max(initial=0)) for s in splits), *values.shape[1:])
+    return indices.astype(np.int64), values.reshape(-1), np.array(dense_shape, np.int64)
 
 
 def _row_splits(types: list[str], tensors: list[np.ndarray]) -> list[np.ndarray]:
@@ -160,17 +185,46 @@ def ragged_bincount(splits, values, size, weights, *, binary_output: bool = Fals
           and bool(np.all(np.diff(splits) >= 0)),
           f"RaggedBincount: splits must be non-decreasing, start at 0 and end at the number of "
           f"values ({len(values)})")
-    check(weights.size == 0 or weights.shape == values.shape,
-          f"RaggedBincount: weights must have the shape of values {list(values.shape)} or be empty")
-    check(values.size == 0 or values.min() >= 0, "RaggedBincount: input must be non-negative")
     nrows = len(splits) - 1
     rows = np.repeat(np.arange(nrows), np.diff(splits))
+    return (_row_counts("RaggedBincount", rows, nrows, values, bins, weights, binary_output),)
+
+
+@kernel("SparseBincount")
+def sparse_bincount(indices, values, dense_shape, size, weights, *, binary_output: bool = False, **_):
+    """DenseBincount of a sparse vector, or of each row of a sparse matrix (where negative
+    values are not counted, as values >= size are not)."""
+    indices, values, weights = np.asarray(indices), np.asarray(values), np.asarray(weights)
+    shape = np.asarray(dense_shape).reshape(-1)
+    bins = scalar_int(size, "SparseBincount: size")
+    check(bins >= 0, f"SparseBincount: size ({bins}) must be non-negative")
+    check(len(shape) in (1, 2) and indices.shape == (len(values), len(shape)),
+          f"SparseBincount: indices of shape {list(indices.shape)} do not fit {len(values)} values of a "
+          f"sparse vector or matrix of shape {shape.tolist()}")
+    nrows = int(shape[0]) if len(shape) == 2 else 1
+    rows = indices[:, 0].astype(np.int64) if len(shape) == 2 else np.zeros(len(values), np.int64)
+    check(rows.size == 0 or (rows.min() >= 0 and rows.max() < nrows),
+          f"SparseBincount: a row index is outside [0, {nrows})")
+    if len(shape) == 2:  # TensorFlow's matrix kernel skips negative values; its vector one rejects them
+        kept = values >= 0
+        rows, values, weights = rows[kept], values[kept], weights[kept] if weights.size else weights
+    counts = _row_counts("SparseBincount", rows, nrows, values, bins, weights, binary_output)
+    return (counts if len(shape) == 2 else counts[0],)
+
+
+def _row_counts(op: str, rows: np.ndarray, nrows: int, values: np.ndarray, bins: int, weights: np.ndarray,
+                binary_output: bool) -> np.ndarray:
+    """For each row, how often each of 0..bins-1 occurs among its values (each counting its
+    weight, unless binary_output); values >= bins are not counted."""
+    check(weights.size == 0 or weights.shape == values.shape,
+          f"{op}: weights must have the shape of values {list(values.shape)} or be empty")
+    check(values.size == 0 or values.min() >= 0, f"{op}: input must be non-negative")
     kept = values < bins
     weight = None if weights.size == 0 or binary_output else weights[kept]
     counts = np.bincount(rows[kept] * bins + values[kept], weights=weight, minlength=nrows * bins)
     if binary_output:
         counts = counts > 0
-    return (counts.astype(weights.dtype).reshape(nrows, bins),)
+    return counts.astype(weights.dtype).reshape(nrows, bins)
 
 
 @kernel("RaggedRange")

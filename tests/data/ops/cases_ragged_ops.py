@@ -190,3 +190,45 @@ SPARSE_CROSS = [
     sparse_cross("separator_ints", sparse=[SPARSE_INTS, SPARSE], sep=""),
 ]
 CASES += SPARSE_CROSS
+
+
+def sparse_bincount(name, indices, values, dense_shape, size, weights, error=False, **attrs):
+    return case("SparseBincount", name=name, indices=indices, values=values, dense_shape=dense_shape, size=size,
+                weights=weights, error=error, dynamic=error, **attrs)
+
+
+MATRIX = i64([0, 0], [0, 3], [2, 1], [2, 2], [3, 0])
+SPARSE_BINCOUNT = [
+    sparse_bincount("matrix", MATRIX, i64(1, 1, 0, 4, 2), i64(4, 5), np.int64(3), np.zeros(0, np.int64)),
+    sparse_bincount("vector", i64([0], [3], [4]), i32(2, 0, 2), i64(6), np.int32(4), np.zeros(0, np.float32)),
+    sparse_bincount("weights", MATRIX, i64(1, 1, 0, 4, 2), i64(4, 5), np.int64(5), VALUES[:5].copy()),
+    sparse_bincount("binary", MATRIX, i64(1, 1, 0, 4, 2), i64(4, 5), np.int64(5), np.zeros(0, np.float64),
+                    binary_output=True),
+    sparse_bincount("empty", np.zeros((0, 2), np.int64), np.zeros(0, np.int64), i64(2, 3), np.int64(2),
+                    np.zeros(0, np.int32)),
+    sparse_bincount("negative_skipped", MATRIX, i64(1, -1, 0, 4, 2), i64(4, 5), np.int64(3), np.arange(5.0)),
+    sparse_bincount("negative_vector", i64([0], [3]), i64(1, -1), i64(5), np.int64(3), np.zeros(0, np.int64),
+                    error=True),
+    sparse_bincount("negative_size", MATRIX, i64(1, 1, 0, 4, 2), i64(4, 5), np.int64(-1), np.zeros(0, np.int64),
+                    error=True),
+] + [sparse_bincount(_name(t), MATRIX, i64(1, 1, 0, 4, 2), i64(4, 5), np.int64(3), typed(t, 5)) for t in WEIGHTS]
+CASES += SPARSE_BINCOUNT
+
+
+def to_sparse(name, splits, values, error=False):
+    return case("RaggedTensorToSparse", name=name, rt_nested_splits=list(splits), rt_dense_values=values,
+                error=error, dynamic=error)
+
+
+TO_SPARSE = [
+    to_sparse("rank1", [SPLITS], VALUES),
+    to_sparse("rank2", [i64(0, 1, 4, 4), SPLITS], VALUES.astype(np.int64)),
+    to_sparse("inner_dims", [i64(0, 1, 3)], np.arange(6, dtype=np.float64).reshape(3, 2)),
+    to_sparse("int32_splits", [SPLITS.astype(np.int32)], strings("a", "b", "c", "d", "e", "f")),
+    to_sparse("bool", [SPLITS], VALUES > 0),
+    to_sparse("empty", [i64(0, 0, 0)], np.zeros(0, np.float32)),
+    to_sparse("no_rows", [i64(0)], np.zeros(0, np.float32)),
+    to_sparse("splits_mismatch", [i64(0, 2, 9)], VALUES, error=True),
+    to_sparse("decreasing", [i64(0, 4, 2, 6)], VALUES, error=True),
+]
+CASES += TO_SPARSE
