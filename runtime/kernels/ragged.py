@@ -1,10 +1,10 @@
 """Ragged-tensor ops: RaggedTensorToTensor and DenseBincount, which Keras' TextVectorization
 emits when it pads token ids to a fixed length (`RowPartition.from_value_rowids` counts the
 values of each row); RaggedTensorToSparse, RaggedGather, RaggedRange, RaggedBincount,
-SparseBincount and Bincount; the variant
-encoding tf.map_fn uses to carry ragged rows through a loop (RaggedTensorToVariant /
-FromVariant, see RaggedVariant); and feature crosses (RaggedCross, and SparseCross /
-SparseCrossV2 of TensorFlow 1 feature columns, which share its rows-of-features model).
+SparseBincount and Bincount; the variant encoding tf.map_fn uses to carry ragged rows through
+a loop (RaggedTensorToVariant / FromVariant, see RaggedVariant); and feature crosses
+(RaggedCross, and SparseCross / SparseCrossV2 of TensorFlow 1 feature columns, which share
+its rows-of-features model).
 
 A ragged tensor is flat `values` plus row partitions, outermost first: ROW_SPLITS (row i is
 values[splits[i]:splits[i+1]]), or FIRST_DIM_SIZE followed by VALUE_ROWIDS (the row of each
