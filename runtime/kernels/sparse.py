@@ -377,3 +377,26 @@ def _divide(values: np.ndarray, divisors: np.ndarray) -> np.ndarray:
 kernel("SparseDenseCwiseMul")(_cwise("SparseDenseCwiseMul", np.multiply))
 kernel("SparseDenseCwiseDiv")(_cwise("SparseDenseCwiseDiv", _divide))
 kernel("SparseDenseCwiseAdd")(_cwise("SparseDenseCwiseAdd", np.add))
+
+
+@kernel("SparseSplit")
+def sparse_split(split_dim, indices, values, shape, *, num_split: int, **_):
+    """`num_split` slices along `split_dim`, the first (size % num_split) one longer, as
+    tf.sparse.split cuts them; returns all indices, then all values, then all shapes."""
+    op = "SparseSplit"
+    indices, values, shape = _components(op, indices, values, shape)
+    axis = normalize_axis(int(np.asarray(split_dim).reshape(-1)[0]), len(shape), f"{op}: split_dim")
+    size = int(shape[axis])
+    check(num_split >= 1 and num_split <= max(size, 1),
+          f"{op}: num_split ({num_split}) must be in [1, {max(size, 1)}] for a dimension of {size}")
+    lengths = [size // num_split + (i < size % num_split) for i in range(num_split)]
+    starts = np.cumsum([0] + lengths[:-1])
+    parts = []
+    for start, length in zip(starts, lengths):
+        inside = (indices[:, axis] >= start) & (indices[:, axis] < start + length)
+        moved = indices[inside].copy()
+        moved[:, axis] -= start
+        part_shape = shape.copy()
+        part_shape[axis] = length
+        parts.append((moved, values[inside], part_shape))
+    return tuple(p[0] for p in parts) + tuple(p[1] for p in parts) + tuple(p[2] for p in parts)

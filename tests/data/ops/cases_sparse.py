@@ -352,3 +352,19 @@ for _op in ("SparseDenseCwiseMul", "SparseDenseCwiseDiv", "SparseDenseCwiseAdd")
 CASES += CWISE
 CASES += [cwise(op, _name(t), IDX, typed(t), shape(4, 4), typed(t)) for t in REAL
           for op in ("SparseDenseCwiseMul", "SparseDenseCwiseDiv", "SparseDenseCwiseAdd")]
+
+
+def split(name, dim, indices, values, dense_shape, num_split, error=False):
+    return case("SparseSplit", name=name, split_dim=np.array(dim, np.int64), indices=indices, values=values,
+                shape=dense_shape, num_split=num_split, error=error, dynamic=error)
+
+
+CASES += [
+    split("rows", 0, IDX, vals(4), shape(4, 4), 2),
+    split("uneven_columns", 1, IDX, vals(4, np.int64), shape(4, 4), 3),
+    split("negative_dim", -1, IDX3, np.array([b"a", b"b", b"c", b"d", b"e"], object), shape(2, 3, 2), 2),
+    split("one", 0, IDX, vals(4, np.float64), shape(4, 4), 1),
+    split("bool", 1, IDX, np.array([True, False, True, True]), shape(4, 4), 4),
+    split("empty", 0, EMPTY, np.zeros(0, np.float32), shape(4, 2), 2),
+    split("too_many", 0, IDX, vals(4), shape(4, 4), 5, error=True),
+]
