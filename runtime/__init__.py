@@ -4,11 +4,15 @@
 `load_graph(path)` does the same for a GraphDef file (`.pb`, `.pbtxt`), signature "serving_default";
 `with time_limit(seconds):` bounds the runs inside the block (runtime.deadline);
 `load(export_dir, limits=Limits(...))` raises the bounds on what a model's files may claim.
+Ragged and sparse signature outputs and function arguments are `RaggedTensor` and
+`SparseTensor` values (their numpy components).
 """
 from savedmodel.runtime.deadline import DeadlineExceededError, time_limit
 from savedmodel.runtime.file_access import FileAccessError
 from savedmodel.runtime.graph_file import load_graph
 from savedmodel.runtime.limits import Limits
 from savedmodel.runtime.loader import Model, load
+from savedmodel.runtime.structure import RaggedTensor, SparseTensor
 
-__all__ = ["DeadlineExceededError", "FileAccessError", "Limits", "Model", "load", "load_graph", "time_limit"]
+__all__ = ["DeadlineExceededError", "FileAccessError", "Limits", "Model", "RaggedTensor", "SparseTensor", "load",
+           "load_graph", "time_limit"]

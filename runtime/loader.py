@@ -31,7 +31,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from savedmodel.protos import meta_graph_pb2, trackable_object_graph_pb2
+from savedmodel.protos import meta_graph_pb2, struct_pb2, trackable_object_graph_pb2
 from savedmodel.runtime import executor, structure
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.deadline import DeadlineExceededError
@@ -45,7 +45,8 @@ from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, check_ref, compile_plan
 from savedmodel.runtime.protofiles import parse_message
 from savedmodel.runtime.resources import ResourceManager, Variable
-from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
+from savedmodel.runtime.saved_model_file import (TensorSpecInfo, find_meta_graph, read_saved_model,
+                                                 signature_functions)
 from savedmodel.runtime.structure import TensorSpec
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto, string_text
@@ -115,9 +116,26 @@ def _try_native(export_dir, tags, allow_file_access, output_dir, limits):
         return native.load_native(export_dir, tags, allow_file_access=allow_file_access,
                                   output_dir=output_dir), ""
     except native.NativeUnsupportedError as err:
-        return None, f"the native engine has no kernel for {', '.join(err.ops)}"
+        note = _unused_only(export_dir, tags, err)
+        return None, f"the native engine has no kernel for {', '.join(err.ops)}{note}"
     except (SavedModelError, OSError) as err:
         return None, f"the native engine could not load it ({err})"
+
+
+def _unused_only(export_dir, tags, err) -> str:
+    """A note for the reason numpy runs a model when every op the native engine lacks is in
+    functions no signature calls: its loader compiles every function, the numpy engine only
+    what a call needs."""
+    try:
+        meta_graph = find_meta_graph(read_saved_model(Path(export_dir)), set(tags), str(export_dir))
+    except (SavedModelError, OSError):
+        return ""
+    used = signature_functions(meta_graph)
+    if any(function == "" or function in used for _, _, function in err.missing):
+        return ""
+    functions = sorted({function for _, _, function in err.missing})
+    return (f" (needed only by functions no signature calls: {', '.join(functions)}; the native "
+            "engine compiles every function when it loads a model)")
 
 
 class Model:
@@ -438,28 +456,31 @@ class Signature:
         self.outputs = {k: TensorSpecInfo.from_proto(k, signature.outputs[k]) for k in sorted(signature.outputs)}
         self._model = model
         self._plan: Plan | None = None
-        for role, specs in (("input", self.inputs), ("output", self.outputs)):
-            for spec in specs.values():
-                if spec.encoding != "name":
-                    raise FileFormatError(f"signature {name!r}: {spec.key!r} is a {spec.encoding} "
-                                          "tensor, which the runtime does not support")
-                check_ref(model._graph, _parse_ref(spec.tensor_name),
-                          f"signature {name!r}: {role} {spec.key!r}")
-        self._conversions = [(k, _input_dtype(name, k, spec), spec.shape, f"input {k!r} of signature {name!r}")
-                             for k, spec in self.inputs.items()]
+        inputs = [_endpoint(name, "input", key, signature.inputs[key], model._graph) for key in self.inputs]
+        self._outputs = [_endpoint(name, "output", key, signature.outputs[key], model._graph) for key in self.outputs]
+        self._feed_refs = [ref for _, _, refs in inputs for ref in refs]
+        self._conversions = [(key, spec, _input_parts(name, key, spec, self.inputs[key]),
+                              f"input {key!r} of signature {name!r}") for key, spec, _ in inputs]
 
-    def __call__(self, **feeds) -> dict[str, np.ndarray]:
+    def __call__(self, **feeds) -> dict:
+        """The outputs by key: numpy arrays, and RaggedTensor / SparseTensor values for the
+        composite outputs (a RaggedTensorSpec or SparseTensorSpec in the SignatureDef). A
+        composite input (a TensorFlow 1 sparse placeholder) takes such a value too."""
         if len(feeds) != len(self._conversions) or not all(k in feeds for k, *_ in self._conversions):
             self._reject(feeds)
-        values = [to_input(feeds[k], dtype, shape, where) for k, dtype, shape, where in self._conversions]
+        values = []
+        for key, spec, parts, where in self._conversions:
+            given = (feeds[key],) if spec is None else spec.unpack(feeds[key], where)
+            values += [to_input(value, dtype, shape, where) for value, (dtype, shape) in zip(given, parts)]
         try:
             if self._plan is None:
-                self._plan = self._model._compile([_parse_ref(s.tensor_name) for s in self.inputs.values()],
-                                                  [_parse_ref(s.tensor_name) for s in self.outputs.values()])
-            results = self._model._run(self._plan, values)
+                self._plan = self._model._compile(self._feed_refs,
+                                                  [ref for _, _, refs in self._outputs for ref in refs])
+            results = iter(self._model._run(self._plan, values))
         except _NAMED_BY_SIGNATURE as err:
             raise type(err)(f"signature {self.name!r}: {err}") from None
-        return {key: np.asarray(value) for key, value in zip(self.outputs, results)}
+        return {key: np.asarray(next(results)) if spec is None else
+                spec.pack([np.asarray(next(results)) for _ in refs]) for key, spec, refs in self._outputs}
 
     def _reject(self, feeds: dict):
         missing = sorted(set(self.inputs) - set(feeds))
@@ -473,6 +494,43 @@ class Signature:
 
     def __repr__(self) -> str:
         return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
+
+
+def _endpoint(signature: str, role: str, key: str, info: meta_graph_pb2.TensorInfo, graph: GraphSpec) -> tuple:
+    """(key, composite spec or None, its tensors) for one signature input or output: a plain
+    tensor is one tensor; a sparse one (`coo_sparse`) names its indices, values and dense
+    shape; a ragged one (`composite_tensor`) lists its components' tensors in its TypeSpec's
+    component order."""
+    where = f"signature {signature!r}: {role} {key!r}"
+    encoding = info.WhichOneof("encoding") or "name"
+    if encoding == "name":
+        spec, names = None, [info.name]
+    elif encoding == "coo_sparse":
+        coo = info.coo_sparse
+        dtype = structure.decode(struct_pb2.StructuredValue(tensor_dtype_value=info.dtype), where)
+        spec = structure.SparseTensorSpec(shape_from_proto(info.tensor_shape), dtype)
+        names = [coo.indices_tensor_name, coo.values_tensor_name, coo.dense_shape_tensor_name]
+    elif encoding == "composite_tensor":
+        spec = structure.decode(struct_pb2.StructuredValue(type_spec_value=info.composite_tensor.type_spec), where)
+        names = [component.name for component in info.composite_tensor.components]
+        if not isinstance(spec, (structure.RaggedTensorSpec, structure.SparseTensorSpec)):
+            raise FileFormatError(f"{where} is a {spec.class_name}, which the runtime does not support")
+        if len(names) != structure.tensor_count(spec):
+            raise FileFormatError(f"{where}: {len(names)} components for a {type(spec).__name__} "
+                                  f"of {structure.tensor_count(spec)}")
+    else:
+        raise FileFormatError(f"{where} is a {encoding} tensor, which the runtime does not support")
+    refs = [_parse_ref(name) for name in names]
+    for ref in refs:
+        check_ref(graph, ref, where)
+    return key, spec, refs
+
+
+def _input_parts(signature: str, key: str, spec, info: TensorSpecInfo) -> list[tuple]:
+    """(dtype, shape) of each tensor an input takes: itself, or a composite's components."""
+    if spec is None:
+        return [(_input_dtype(signature, key, info), info.shape)]
+    return [(part.dtype, part.shape) for part in spec.component_specs()]
 
 
 def _input_dtype(signature: str, key: str, spec: TensorSpecInfo):
@@ -576,6 +634,11 @@ def _split_signature(decoded, where: str) -> tuple[tuple, dict]:
 def _flatten_args(spec, value, out: list, where: str) -> None:
     if isinstance(spec, TensorSpec):
         out.append(to_input(value, spec.dtype, spec.shape, f"{where}: argument {spec.name!r}"))
+    elif isinstance(spec, structure.COMPOSITE_SPECS):
+        what = f"{where}: argument"
+        components = spec.unpack(value, what)
+        for component_spec, component in zip(spec.component_specs(), components):
+            out.append(to_input(component, component_spec.dtype, component_spec.shape, what))
     elif isinstance(spec, dict):
         if not isinstance(value, dict) or set(value) != set(spec):
             raise FeedError(f"{where}: expected a dict with keys {sorted(spec)}")

@@ -13,6 +13,9 @@ declared element shape merged with the element_shape input of the reading op, an
 Stack, Gather and ConcatV2, as in TensorFlow) with the shapes of the items that are set; it must
 come out fully defined. Shapes here are tuples with None for an unknown dimension, or None for an
 unknown rank.
+
+A list that tf.map_fn makes over a ragged tensor holds variant items: encoded ragged tensors
+(`RaggedVariant`, see kernels.ragged), which FromTensor splits and Stack stacks as such.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import numpy as np
 
 from savedmodel.runtime import dtypes
 from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime.kernels.ragged import RaggedVariant
 from savedmodel.runtime.kernels.util import check, scalar_int
 from savedmodel.runtime.registry import fast_path, kernel
 
@@ -152,8 +156,9 @@ def _check_dtype(tensor_list: TensorList, element_dtype, op: str) -> None:
 
 def _check_item(tensor_list: TensorList, item: np.ndarray, op: str, complaint: str) -> None:
     declared = tensor_list.element_dtype
-    if declared.numpy is None or item.dtype != declared.numpy:
-        dtype = dtypes.from_numpy(item.dtype)
+    variant = isinstance(item, RaggedVariant)
+    if variant or declared.numpy is None or item.dtype != declared.numpy:
+        dtype = dtypes.from_name("variant") if variant else dtypes.from_numpy(item.dtype)
         if dtype.enum != declared.enum:
             raise KernelError(f"{op}: Invalid data types; op elements {_tf_type_name(dtype)} but "
                               f"list elements {_tf_type_name(declared)}")
@@ -225,6 +230,9 @@ def tensor_list_reserve(element_shape: np.ndarray, num_elements: np.ndarray, *, 
 def tensor_list_from_tensor(tensor: np.ndarray, element_shape: np.ndarray,
                             **_) -> tuple[TensorList]:
     op = "TensorListFromTensor"
+    if isinstance(tensor, RaggedVariant):
+        check(tensor.ndim >= 1, f"{op}: Tensor must be at least a vector, but saw shape: []")
+        return (TensorList(dtypes.from_name("variant"), _shape_from_tensor(element_shape, op), tensor.rows()),)
     if tensor.ndim < 1:
         raise KernelError(f"{op}: Tensor must be at least a vector, but saw shape: "
                           f"{_shape_text(tensor.shape)}")
@@ -350,6 +358,8 @@ def tensor_list_stack(input_handle, element_shape: np.ndarray, *, element_dtype=
         raise KernelError(f"{op}: Operation expected a list with {num_elements} elements but got "
                           f"a list with {len(tensor_list)} elements.")
     shape = _read_shape(tensor_list, element_shape, op)
+    if tensor_list.items and all(isinstance(item, RaggedVariant) for item in tensor_list.items):
+        return (RaggedVariant.stack(list(tensor_list.items)),)
     if not _fully_defined(shape) and len(tensor_list) == 0:
         raise KernelError(f"{op}: Tried to stack elements of an empty list with non-fully-defined "
                           f"element_shape: {_shape_text(shape)}")
