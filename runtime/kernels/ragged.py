@@ -327,6 +327,7 @@ def ragged_tensor_to_variant(*inputs, RAGGED_RANK: int, batched_input: bool, **_
     *splits, values = (np.asarray(a) for a in inputs)
     check(len(splits) == RAGGED_RANK, f"RaggedTensorToVariant: {len(splits)} row splits for "
                                       f"RAGGED_RANK {RAGGED_RANK}")
+    _check_nested_splits(splits, values)
     whole = RaggedTensor(values, tuple(splits))
     if not batched_input:
         return (RaggedVariant((), (whole,)),)
@@ -334,6 +335,23 @@ def ragged_tensor_to_variant(*inputs, RAGGED_RANK: int, batched_input: bool, **_
         check(values.ndim >= 1, "RaggedTensorToVariant: batched input must have at least one dimension")
         return (RaggedVariant((len(values),), tuple(RaggedTensor(row, ()) for row in values)),)
     return (RaggedVariant((len(splits[0]) - 1,), tuple(_row(whole, i) for i in range(len(splits[0]) - 1))),)
+
+
+def _check_nested_splits(nested: list[np.ndarray], values: np.ndarray) -> None:
+    """TensorFlow's checks of the row splits an op encodes: each starts at 0, never decreases,
+    and ends at the length of the level inside it (the next splits' rows, or the values)."""
+    for level, splits in enumerate(nested):
+        inner = len(nested[level + 1]) - 1 if level + 1 < len(nested) else values.shape[0] if values.ndim else 0
+        check(splits.ndim == 1 and len(splits) >= 1, "Invalid ragged splits: ragged splits must be a "
+                                                     f"non-empty vector, got shape {splits.shape}")
+        check(splits[0] == 0, f"Invalid ragged splits: first element of ragged splits must be 0 but is {splits[0]}")
+        drops = np.flatnonzero(np.diff(splits) < 0)
+        if drops.size:
+            i = int(drops[0]) + 1
+            raise KernelError(f"Invalid ragged splits: ragged splits must be monotonically increasing, but "
+                              f"ragged_splits[{i}]={splits[i]} is smaller than row_splits[{i - 1}]={splits[i - 1]}")
+        check(splits[-1] == inner, "Invalid ragged splits: last element of ragged splits must be the number "
+                                   f"of ragged values({inner}) but is {splits[-1]}")
 
 
 def _row(ragged: RaggedTensor, i: int) -> RaggedTensor:

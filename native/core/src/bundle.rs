@@ -65,6 +65,14 @@ impl Extent {
     }
 }
 
+/// An extent is read once (checksummed, then decoded into a tensor of its own), so its pages
+/// are released when it goes: loading holds one copy of the weights, not two.
+impl Drop for Extent {
+    fn drop(&mut self) {
+        self.map.release(self.range.clone());
+    }
+}
+
 impl Part<'_> {
     fn count(&self) -> usize {
         self.region.iter().map(|&(_, n)| n).product()
@@ -226,7 +234,7 @@ impl BundleReader {
         }
         if mask(crc32c(bytes)) != part.entry.crc32c {
             return Err(Error::Checksum {
-                path: extent.shard,
+                path: extent.shard.clone(),
                 what: part.what.clone(),
             });
         }
@@ -273,6 +281,15 @@ impl BundleReader {
             map,
             range,
         })
+    }
+
+    /// Unmaps the shards read so far (a later read maps its shard again): a loaded model
+    /// keeps its reader to read variables again, and should not keep files mapped meanwhile.
+    pub fn release_shards(&self) {
+        self.shards
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     fn shard(&self, id: usize, path: &Path, part: &Part) -> Result<Arc<Mapped>> {

@@ -7,10 +7,15 @@
 //! truncates the file while it is mapped, touching the lost pages raises SIGBUS. Shards are
 //! written once under a temporary name and renamed into place, so a checkpoint being read is not
 //! rewritten in place.
+//!
+//! [`Mapped::release`] gives pages back (`MADV_DONTNEED`). Why that is sound: the map is private
+//! and never written, so its pages are clean copies of the file; dropping them loses nothing,
+//! and the next access reads the same bytes from the file again. Slices borrowed from the map
+//! stay valid and keep their contents.
 
 use std::path::Path;
 
-use memmap2::Mmap;
+use memmap2::{Mmap, UncheckedAdvice};
 
 use crate::error::Result;
 use crate::file::{io_error, open_regular};
@@ -44,6 +49,22 @@ impl Mapped {
     fn owned(data: Vec<u8>) -> Self {
         Self {
             bytes: Bytes::Owned(data),
+        }
+    }
+
+    /// Drops the resident pages of `range` once their bytes have been copied out (a model's
+    /// weights are decoded into tensors of their own), so that loading does not hold a second
+    /// copy of every shard in memory. Advice only: failure changes nothing but memory use.
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        if let Bytes::Map(map) = &self.bytes {
+            let len = range.end.min(map.len()).saturating_sub(range.start);
+            if len > 0 {
+                // SAFETY: see the module documentation: the private map is never written, so
+                // discarding its pages only makes the kernel read the file again on access.
+                let _ = unsafe {
+                    map.unchecked_advise_range(UncheckedAdvice::DontNeed, range.start, len)
+                };
+            }
         }
     }
 

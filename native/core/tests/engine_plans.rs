@@ -99,7 +99,7 @@ fn call(name: &str) -> [(&'static str, A); 2] {
 
 fn compile(graph: &[NodeDef], functions: Vec<FunctionDef>) -> (Library, Result<Plan, Error>) {
     let library = Library::new(
-        Some(&FunctionDefLibrary {
+        Some(FunctionDefLibrary {
             function: functions,
             ..Default::default()
         }),

@@ -4,11 +4,7 @@
 //! a model loads or runs, and turns the core's errors into one exception type whose `kind` the
 //! Python side maps onto the numpy engine's exception classes (so both engines raise alike).
 
-/// mimalloc keeps freed pages for the next call's tensors instead of returning them to the
-/// system (glibc maps and unmaps every large block), which saves the page faults of
-/// re-touching fresh memory on every call.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+mod alloc;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -118,6 +114,7 @@ impl NativeModel {
         let model = py
             .detach(|| guarded(|| Model::load(&export_dir, &options)))
             .map_err(to_py)?;
+        alloc::release_freed();
         Ok(Self {
             model: Arc::new(model),
         })
@@ -207,6 +204,7 @@ impl NativeModel {
     fn variables(&self, py: Python<'_>) -> PyResult<Vec<(String, &'static str, Py<PyAny>)>> {
         self.model
             .variables()
+            .map_err(to_py)?
             .into_iter()
             .map(|(name, tensor)| {
                 let dtype = tensor.dtype().name();

@@ -11,7 +11,7 @@
 //! only float32 NHWC chains whose intermediate results nothing else reads are rewritten.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::engine::attrs::Attrs;
 use crate::engine::graph::Src;
@@ -25,16 +25,70 @@ use crate::tensor::Tensor;
 /// Activations the fused kernels apply in their output pass.
 pub const FUSED_ACTIVATIONS: [&str; 6] = ["Relu", "Relu6", "Elu", "LeakyRelu", "Sigmoid", "Tanh"];
 
-/// Rewrites the fusable chains of `ir` in place (for the fused ops `registry` has kernels of).
-pub fn fuse(ir: &mut Ir, registry: &Registry) {
+/// Rewrites the fusable chains of `ir` in place (for the fused ops `registry` has kernels of),
+/// taking scaled weights other plans made from `shared`.
+pub fn fuse(ir: &mut Ir, registry: &Registry, shared: &ScaledWeights) {
     let mut uses = use_counts(ir);
     for i in 0..ir.nodes.len() {
         if !registry.contains(&format!("_Fused{}", ir.nodes[i].op)) {
             continue;
         }
-        if let Some(rewrite) = match_chain(ir, i, &uses) {
+        if let Some(rewrite) = match_chain(ir, i, &uses, shared) {
             apply(ir, rewrite, &mut uses);
         }
+    }
+}
+
+/// The weights fusion scaled, shared by every plan of a model that scales the same weights by
+/// the same factors: a Keras export's `serve` and `serving_default` signatures each inline the
+/// same function, and each copy of ResNet50's folded weights is 100 MB. Entries hold weak
+/// references, so the scaled weights go with the last plan that uses them.
+#[derive(Default)]
+pub struct ScaledWeights {
+    entries: Mutex<HashMap<usize, Vec<Scaled>>>,
+}
+
+struct Scaled {
+    /// The weights scaled; alive, so no other tensor can have its address (the map's key).
+    source: Weak<Tensor>,
+    scale: Vec<u32>,
+    layout: Layout,
+    result: Weak<Tensor>,
+}
+
+impl ScaledWeights {
+    /// `weights` with output channel `c` multiplied by `scale[c]`, made once per model.
+    fn get(&self, weights: &Arc<Tensor>, scale: &[f32], layout: Layout) -> Option<Arc<Tensor>> {
+        if scale.iter().all(|&s| s == 1.0) {
+            return Some(Arc::clone(weights));
+        }
+        let bits: Vec<u32> = scale.iter().map(|s| s.to_bits()).collect();
+        let key = Arc::as_ptr(weights) as usize;
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let same = |e: &Scaled| {
+            e.source.upgrade().is_some_and(|s| Arc::ptr_eq(&s, weights))
+                && e.scale == bits
+                && e.layout == layout
+        };
+        if let Some(found) = entries
+            .get(&key)
+            .and_then(|list| list.iter().find(|e| same(e)))
+            .and_then(|e| e.result.upgrade())
+        {
+            return Some(found);
+        }
+        let result = Arc::new(scaled(weights, scale, layout)?);
+        entries.retain(|_, list| {
+            list.retain(|e| e.source.strong_count() > 0 && e.result.strong_count() > 0);
+            !list.is_empty()
+        });
+        entries.entry(key).or_default().push(Scaled {
+            source: Arc::downgrade(weights),
+            scale: bits,
+            layout,
+            result: Arc::downgrade(&result),
+        });
+        Some(result)
     }
 }
 
@@ -83,7 +137,7 @@ struct Rewrite {
     producer: usize,
     /// The chain's last node, which the fused node replaces (consumers keep its name).
     last: usize,
-    weights: Tensor,
+    weights: Arc<Tensor>,
     bias: Vec<f32>,
     activation: Option<(String, f32)>,
     /// A run-time tensor of the output's shape added before the activation.
@@ -93,7 +147,7 @@ struct Rewrite {
 }
 
 /// The chain starting at producer `i`, if it is worth fusing.
-fn match_chain(ir: &Ir, i: usize, uses: &Uses) -> Option<Rewrite> {
+fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option<Rewrite> {
     if uses.absorbed.contains(&i) {
         return None;
     }
@@ -140,7 +194,7 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses) -> Option<Rewrite> {
     if length == 0 {
         return None;
     }
-    let weights = scaled(&weights, &scale, layout)?;
+    let weights = shared.get(&weights, &scale, layout)?;
     Some(Rewrite {
         producer: i,
         last: current,
@@ -249,16 +303,16 @@ fn float32(node: &IrNode) -> bool {
 }
 
 /// The constant weights of a fusable producer.
-fn weights_of(ir: &Ir, node: &IrNode) -> Option<Tensor> {
+fn weights_of(ir: &Ir, node: &IrNode) -> Option<Arc<Tensor>> {
     match ir.known(node.inputs.get(1)?)? {
-        Value::Tensor(t) if t.values::<f32>().is_some() => Some((*t).clone()),
+        Value::Tensor(t) if t.values::<f32>().is_some() => Some(t),
         _ => None,
     }
 }
 
 /// Where a weight's output channel is: the last dimension (convolutions, MatMul), or the first
 /// of a `[channels, k]` matrix (MatMul with transpose_b).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Layout {
     Last(usize),
     First(usize),
@@ -298,9 +352,6 @@ fn output_channels(ir: &Ir, node: &IrNode) -> Option<(usize, Layout)> {
 
 /// The weights with output channel `c` multiplied by `scale[c]`.
 fn scaled(weights: &Tensor, scale: &[f32], layout: Layout) -> Option<Tensor> {
-    if scale.iter().all(|&s| s == 1.0) {
-        return Some(weights.clone());
-    }
     let values = weights.values::<f32>()?;
     let out = values
         .iter()
@@ -359,7 +410,7 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
         (weights_name.clone(), rewrite.weights),
         (
             bias_name.clone(),
-            Tensor::from_vec(vec![channels], rewrite.bias),
+            Arc::new(Tensor::from_vec(vec![channels], rewrite.bias)),
         ),
     ] {
         ir.nodes.push(IrNode {
@@ -368,7 +419,7 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
             attrs: HashMap::new(),
             inputs: Vec::new(),
             control: Vec::new(),
-            value: Some(vec![Value::Tensor(Arc::new(tensor))]),
+            value: Some(vec![Value::Tensor(tensor)]),
             chain: Vec::new(),
         });
         ir.index.insert(name, ir.nodes.len() - 1);

@@ -104,12 +104,15 @@ pub fn fail(detail: impl Into<String>) -> Error {
 pub fn tensor_input(inputs: &[Value], i: usize) -> KResult<Arc<Tensor>> {
     match inputs.get(i) {
         Some(Value::Tensor(t)) => Ok(t.clone()),
-        Some(Value::Ref(r)) => r.as_variable().and_then(|v| v.read()).ok_or_else(|| {
-            fail(format!(
-                "input {i}: variable {} is not initialized",
-                r.name()
-            ))
-        }),
+        Some(Value::Ref(r)) => r
+            .as_variable()
+            .map_or(Ok(None), |v| v.read())?
+            .ok_or_else(|| {
+                fail(format!(
+                    "input {i}: variable {} is not initialized",
+                    r.name()
+                ))
+            }),
         Some(Value::Resource(_)) => Err(fail(format!(
             "input {i} is a resource handle, expected a tensor"
         ))),

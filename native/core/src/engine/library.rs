@@ -28,15 +28,18 @@ pub struct Library {
     fold_variables: AtomicBool,
     /// Tells this library from every other one in the process (see [`Library::id`]).
     id: u64,
+    /// Fused weights shared by this model's plans.
+    scaled_weights: crate::engine::fuse::ScaledWeights,
 }
 
 /// The next [`Library::id`].
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 impl Library {
-    /// `op_list` is the SavedModel's stripped op list (empty for a frozen graph).
+    /// `op_list` is the SavedModel's stripped op list (empty for a frozen graph). Takes the
+    /// function library rather than a copy: a model's functions are most of its graph.
     pub fn new(
-        library: Option<&FunctionDefLibrary>,
+        library: Option<FunctionDefLibrary>,
         op_list: &[OpDef],
         registry: Arc<Registry>,
         files: FileAccess,
@@ -46,10 +49,10 @@ impl Library {
             .map(|op| (op.name.clone(), op.clone()))
             .collect();
         let mut functions = HashMap::new();
-        for function in library.map(|l| l.function.as_slice()).unwrap_or_default() {
+        for function in library.map(|l| l.function).unwrap_or_default() {
             if let Some(sig) = &function.signature {
                 op_defs.insert(sig.name.clone(), sig.clone());
-                functions.insert(sig.name.clone(), function.clone());
+                functions.insert(sig.name.clone(), function);
             }
         }
         Self {
@@ -61,7 +64,13 @@ impl Library {
             files,
             fold_variables: AtomicBool::new(false),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            scaled_weights: Default::default(),
         }
+    }
+
+    /// The fused weights this model's plans share (see [`crate::engine::fuse::ScaledWeights`]).
+    pub fn scaled_weights(&self) -> &crate::engine::fuse::ScaledWeights {
+        &self.scaled_weights
     }
 
     /// A context for running kernels outside any call (the model's top level, or folding).

@@ -16,7 +16,7 @@ use crate::engine::context::{FileAccess, RunContext};
 use crate::engine::graph::{graph_body, parse_graph_ref, Body, Src};
 use crate::engine::library::Library;
 use crate::engine::plan::{Plan, Request};
-use crate::engine::value::{Resource, Value};
+use crate::engine::value::{Resource, Stored, Value, Variable};
 use crate::error::{Error, MissingOp, Result};
 use crate::protos::{
     collection_def, saved_object::Kind, tensor_info, AssetFileDef, MetaGraphDef, SignatureDef,
@@ -128,7 +128,7 @@ impl Model {
 
     fn from_meta_graph(
         export_dir: PathBuf,
-        meta_graph: MetaGraphDef,
+        mut meta_graph: MetaGraphDef,
         options: &LoadOptions,
     ) -> Result<Model> {
         let files = file_access(&export_dir, options);
@@ -138,13 +138,9 @@ impl Model {
             .and_then(|m| m.stripped_op_list.as_ref())
             .map(|l| l.op.clone())
             .unwrap_or_default();
+        let functions = meta_graph.graph_def.as_mut().and_then(|g| g.library.take());
         let graph = meta_graph.graph_def.clone().unwrap_or_default();
-        let library = Library::new(
-            graph.library.as_ref(),
-            &op_list,
-            crate::kernels::registry(),
-            files,
-        );
+        let library = Library::new(functions, &op_list, crate::kernels::registry(), files);
         let mut model = Model {
             export_dir,
             meta_graph,
@@ -300,7 +296,7 @@ impl Model {
                 // A TensorFlow 1 graph may fetch a reference variable: its current value.
                 Value::Ref(r) => r
                     .as_variable()
-                    .and_then(|v| v.read())
+                    .map_or(Ok(None), |v| v.read())?
                     .ok_or_else(|| Error::Run {
                         detail: format!(
                             "signature {:?}: output {:?}: variable {} is not initialized",
@@ -322,17 +318,21 @@ impl Model {
     }
 
     /// The current value of every variable: by object-graph path in TensorFlow 2 models, by
-    /// shared name in TensorFlow 1 models. Uninitialized ones are left out.
-    pub fn variables(&self) -> Vec<(String, Arc<Tensor>)> {
+    /// shared name in TensorFlow 1 models. Uninitialized ones are left out. An error only when
+    /// a restored value can no longer be read from its checkpoint.
+    pub fn variables(&self) -> Result<Vec<(String, Arc<Tensor>)>> {
         let found = if self.object_variables.is_empty() {
             self.library.resources.variables()
         } else {
             self.object_variables.clone()
         };
-        found
-            .into_iter()
-            .filter_map(|(name, r)| Some((name, r.as_variable()?.read()?)))
-            .collect()
+        let mut values = Vec::with_capacity(found.len());
+        for (name, resource) in found {
+            if let Some(value) = resource.as_variable().map_or(Ok(None), Variable::peek)? {
+                values.push((name, value));
+            }
+        }
+        Ok(values)
     }
 
     /// Calls concrete function `name` of the object graph (a method of a saved object) on its
@@ -699,7 +699,9 @@ impl Model {
         }
     }
 
-    fn restore_variables(&mut self, body: &Body) -> Result<()> {
+    /// Restores the variables; returns the values the signatures' plans will read, to be held
+    /// while they compile (see [`Self::restore_object_variables`]).
+    fn restore_variables(&mut self, body: &Body) -> Result<Vec<Arc<Tensor>>> {
         let objects = self.meta_graph.object_graph_def.clone().unwrap_or_default();
         let has_variables = objects
             .nodes
@@ -711,7 +713,7 @@ impl Model {
         }
         let saver = self.meta_graph.saver_def.clone().unwrap_or_default();
         if saver.restore_op_name.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let prefix = self.export_dir.join("variables").join("variables");
         self.confine_variables(&prefix)?;
@@ -733,18 +735,29 @@ impl Model {
             .unwrap_or_default()
             .to_string();
         self.run_graph(body, vec![(feed, Value::tensor(path))], &[], &[target])
-            .map(drop)
+            .map(|_| Vec::new())
             .map_err(|e| named_load("restoring variables", e))
     }
 
+    /// Restores a TensorFlow 2 model's variables. Each value is read and checked, then left in
+    /// the checkpoint (see `Variable::restore`): plans fold variable reads into constants, often
+    /// weights scaled by batch norm, so holding the raw values too would double a model's
+    /// memory. The values of variables some function captures are returned, for the loader to
+    /// hold while the signatures compile, so that the plans share one copy.
     fn restore_object_variables(
         &mut self,
         body: &Body,
         objects: &crate::protos::SavedObjectGraph,
-    ) -> Result<()> {
+    ) -> Result<Vec<Arc<Tensor>>> {
         let prefix = self.export_dir.join("variables").join("variables");
         self.confine_variables(&prefix)?;
-        let reader = BundleReader::open(&prefix)?;
+        let reader = Arc::new(BundleReader::open(&prefix)?);
+        let captured: HashSet<i32> = objects
+            .concrete_functions
+            .values()
+            .flat_map(|f| f.bound_inputs.iter().copied())
+            .collect();
+        let mut held = Vec::new();
         let index = index_path(&prefix);
         let graph_tensor = reader.read(OBJECT_GRAPH_KEY)?;
         let bytes = graph_tensor
@@ -784,7 +797,7 @@ impl Model {
                     what: place.clone(),
                     detail: "the checkpoint holds no value for it".into(),
                 })?;
-            let value = reader.read(&key)?;
+            let value = Arc::new(reader.read(&key)?);
             if value.dtype() != dtype {
                 return Err(Error::Corrupt {
                     path: index.clone(),
@@ -801,7 +814,14 @@ impl Model {
                 .unwrap_or_else(|| saved.name.clone());
             let variable = Resource::variable(name.clone(), Some(dtype));
             if let Some(v) = variable.as_variable() {
-                v.assign(Arc::new(value));
+                let source = Arc::new(Checkpointed {
+                    reader: Arc::clone(&reader),
+                    key,
+                });
+                v.restore(&value, source);
+            }
+            if i32::try_from(node_id).is_ok_and(|id| captured.contains(&id)) {
+                held.push(value);
             }
             by_node.insert(node_id, variable.clone());
             self.object_variables.push((name, variable));
@@ -809,7 +829,9 @@ impl Model {
         self.object_variables.sort_by(|a, b| a.0.cmp(&b.0));
         self.bind_captured_handles(body, objects, &by_node);
         self.variables_by_node = by_node;
-        self.restore_saveables(&reader, &checkpoint, objects, &index)
+        self.restore_saveables(&reader, &checkpoint, objects, &index)?;
+        reader.release_shards();
+        Ok(held)
     }
 
     /// Restores the state objects save through functions (a mutable table's keys and values),
@@ -1283,3 +1305,15 @@ const _: () = {
     const fn shared<T: Send + Sync>() {}
     shared::<Model>();
 };
+
+/// A restored variable's value in the model's checkpoint, read again when asked for.
+struct Checkpointed {
+    reader: Arc<BundleReader>,
+    key: String,
+}
+
+impl Stored for Checkpointed {
+    fn load(&self) -> Result<Tensor> {
+        self.reader.read(&self.key)
+    }
+}

@@ -103,7 +103,7 @@ impl Plan {
         ir.skip_identities();
         ir.prune();
         crate::engine::pad_fold::fold_pads(&mut ir);
-        crate::engine::fuse::fuse(&mut ir, library.registry());
+        crate::engine::fuse::fuse(&mut ir, library.registry(), library.scaled_weights());
         ir.prune();
         let function = if body.place == "the graph" {
             String::new()

@@ -4,7 +4,7 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use crate::dtype::DType;
 use crate::tensor::Tensor;
@@ -67,7 +67,7 @@ impl Resource {
             name,
             kind: ResourceKind::Variable(Variable {
                 dtype,
-                value: RwLock::new(None),
+                value: RwLock::new(Slot::Empty),
             }),
         }))
     }
@@ -98,33 +98,98 @@ impl Resource {
 /// A variable: its declared dtype (None when the op that made it did not say) and current value.
 pub struct Variable {
     pub dtype: Option<DType>,
-    value: RwLock<Option<Arc<Tensor>>>,
+    value: RwLock<Slot>,
+}
+
+enum Slot {
+    Empty,
+    Held(Arc<Tensor>),
+    /// Restored from a checkpoint and not assigned since: the checkpoint holds the value, read
+    /// again when asked for. Plans keep what they use (often weights scaled by batch norm, not
+    /// these), so a loaded model does not hold its raw weights twice; `in_use` shares the copy
+    /// read last while anything still holds it.
+    Stored {
+        source: Arc<dyn Stored>,
+        in_use: Weak<Tensor>,
+    },
+}
+
+/// Where a restored variable's value can be read again.
+pub trait Stored: Send + Sync {
+    fn load(&self) -> crate::error::Result<Tensor>;
 }
 
 impl Variable {
-    /// The current value, None before the first assignment.
-    pub fn read(&self) -> Option<Arc<Tensor>> {
-        self.value.read().ok().and_then(|v| v.clone())
+    /// The current value, None before the first assignment; an error only when a restored
+    /// value cannot be read again from its checkpoint. A value read again is kept from then on:
+    /// a kernel reads it at run time (a loop body reading weights through a handle), and will
+    /// again.
+    pub fn read(&self) -> crate::error::Result<Option<Arc<Tensor>>> {
+        self.get(true)
+    }
+
+    /// The current value, like [`Self::read`], without keeping a value read again from the
+    /// checkpoint: listing a model's variables should not double its memory.
+    pub fn peek(&self) -> crate::error::Result<Option<Arc<Tensor>>> {
+        self.get(false)
+    }
+
+    fn get(&self, keep: bool) -> crate::error::Result<Option<Arc<Tensor>>> {
+        let source = match &*self.value.read().unwrap_or_else(PoisonError::into_inner) {
+            Slot::Empty => return Ok(None),
+            Slot::Held(value) => return Ok(Some(Arc::clone(value))),
+            Slot::Stored { source, in_use } => match in_use.upgrade() {
+                Some(value) => return Ok(Some(value)),
+                None => Arc::clone(source),
+            },
+        };
+        let value = Arc::new(source.load()?);
+        let mut slot = self.value.write().unwrap_or_else(PoisonError::into_inner);
+        match &mut *slot {
+            Slot::Stored { source: s, in_use } if Arc::ptr_eq(s, &source) => {
+                if keep {
+                    *slot = Slot::Held(Arc::clone(&value));
+                } else {
+                    *in_use = Arc::downgrade(&value);
+                }
+                Ok(Some(value))
+            }
+            // Assigned meanwhile: the assignment wins.
+            Slot::Held(current) => Ok(Some(Arc::clone(current))),
+            _ => Ok(Some(value)),
+        }
+    }
+
+    /// Restores the value `value` read from `source`, which can read it again once nothing
+    /// holds `value` any more.
+    pub fn restore(&self, value: &Arc<Tensor>, source: Arc<dyn Stored>) {
+        *self.value.write().unwrap_or_else(PoisonError::into_inner) = Slot::Stored {
+            source,
+            in_use: Arc::downgrade(value),
+        };
     }
 
     pub fn assign(&self, value: Arc<Tensor>) {
-        if let Ok(mut slot) = self.value.write() {
-            *slot = Some(value);
-        }
+        *self.value.write().unwrap_or_else(PoisonError::into_inner) = Slot::Held(value);
     }
 
     /// Replaces the value with `f(current)` under the write lock, so concurrent updates
     /// (assign_add from two threads) do not lose one another.
-    pub fn update<E>(
+    pub fn update(
         &self,
-        f: impl FnOnce(Option<&Arc<Tensor>>) -> Result<Arc<Tensor>, E>,
-    ) -> Result<Arc<Tensor>, E> {
-        let mut slot = match self.value.write() {
-            Ok(slot) => slot,
-            Err(poisoned) => poisoned.into_inner(),
+        f: impl FnOnce(Option<&Arc<Tensor>>) -> crate::error::Result<Arc<Tensor>>,
+    ) -> crate::error::Result<Arc<Tensor>> {
+        let mut slot = self.value.write().unwrap_or_else(PoisonError::into_inner);
+        let current = match &*slot {
+            Slot::Empty => None,
+            Slot::Held(value) => Some(Arc::clone(value)),
+            Slot::Stored { source, in_use } => match in_use.upgrade() {
+                Some(value) => Some(value),
+                None => Some(Arc::new(source.load()?)),
+            },
         };
-        let new = f(slot.as_ref())?;
-        *slot = Some(new.clone());
+        let new = f(current.as_ref())?;
+        *slot = Slot::Held(Arc::clone(&new));
         Ok(new)
     }
 }

@@ -103,7 +103,7 @@ fn read_variable(_: &NodeSpec) -> Made {
     Ok(boxed(|_, inputs| {
         let (handle, variable) = variable_of(inputs)?;
         let value = variable
-            .read()
+            .read()?
             .ok_or_else(|| fail(format!("variable {} is not initialized", handle.name())))?;
         Ok(vec![Value::Tensor(value)])
     }))
@@ -207,7 +207,7 @@ fn updated(old: &Tensor, delta: &Tensor, how: Update) -> KResult<Tensor> {
 fn var_is_initialized(_: &NodeSpec) -> Made {
     Ok(boxed(|_, inputs| {
         let (_, variable) = variable_of(inputs)?;
-        one(Tensor::scalar(variable.read().is_some()))
+        one(Tensor::scalar(variable.read()?.is_some()))
     }))
 }
 
