@@ -230,14 +230,41 @@ fn replay(group: &str) -> usize {
 }
 
 macro_rules! groups {
-    ($($group:ident),*) => {
+    ($($group:ident),* $(,)?) => {
         $(
             #[test]
             fn $group() {
                 replay(stringify!($group));
             }
         )*
+
+        /// The groups the tests above replay, one `#[test]` each.
+        const GROUPS: &[&str] = &[$(stringify!($group)),*];
     };
 }
 
-groups!(activation, array, common, gather, math, nn, ragged, reduction, strings, text);
+groups!(
+    activation, array, common, detection, gather, image, linalg, math, nn, png, ragged, ragged_ops,
+    random, reduction, search, segments, signal, sparse, spatial, special, strings, strings2, text,
+    unicode,
+);
+
+/// Every `<group>.json` in tests/data/ops has a test above, so a new group cannot go unreplayed.
+#[test]
+fn every_group_is_replayed() {
+    let dir = common::data_dir().join("ops");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.unwrap().file_name().into_string().ok()?;
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = GROUPS.iter().map(|g| g.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        on_disk, listed,
+        "tests/data/ops groups and the groups!(...) list in op_fixtures.rs differ"
+    );
+}

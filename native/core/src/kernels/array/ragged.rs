@@ -40,13 +40,15 @@ fn bincount_op(node: &NodeSpec, dense: bool) -> Made {
                 values.dtype()
             )));
         }
+        // Bincount counts every element of an input of any shape; DenseBincount takes a
+        // vector or a matrix (one count per row).
         let matrix = match values.rank() {
+            _ if !dense => false,
             1 => false,
-            2 if dense => true,
+            2 => true,
             _ => {
                 return Err(fail(format!(
-                    "input must be a vector{}, got shape {:?}",
-                    if dense { " or a matrix" } else { "" },
+                    "input must be a vector or a matrix, got shape {:?}",
                     values.shape()
                 )))
             }

@@ -217,10 +217,56 @@ pub(super) fn parse_int<T: std::str::FromStr>(s: &[u8]) -> Option<T> {
 }
 
 /// A float as absl's SimpleAtof reads it: decimal or hexadecimal notation, inf, infinity or
-/// nan in any case, with whitespace around.
+/// nan in any case (nan optionally with a parenthesized payload, `nan(0x12)`), with
+/// whitespace around.
 enum Float<'a> {
     Decimal(&'a str),
     Hex(f64),
+    /// A NaN: its sign, and the payload `nan(...)` names (C's `nan("...")`), if any.
+    Nan(bool, Option<u64>),
+}
+
+/// The payload of `nan(chars)` as C's `nan(chars)` reads it: the whole text as an unsigned
+/// integer in C's base-0 notation (`0x1f`, `017`, `15`), saturating; None when the text is
+/// not such an integer (the NaN then has no payload). `chars` is `[0-9A-Za-z_]*`.
+fn nan_payload(chars: &str) -> Option<u64> {
+    let (digits, radix) = if let Some(hex) = chars
+        .strip_prefix("0x")
+        .or_else(|| chars.strip_prefix("0X"))
+    {
+        (hex, 16)
+    } else if chars.len() > 1 && chars.starts_with('0') {
+        (&chars[1..], 8)
+    } else {
+        (chars, 10)
+    };
+    if chars.is_empty() {
+        return Some(0);
+    }
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    Some(u64::from_str_radix(digits, radix).unwrap_or(u64::MAX))
+}
+
+/// `nan` or `nan(chars)` (any case), chars being `[0-9A-Za-z_]*`: the payload (None without
+/// one, or when the chars are not an integer); Err when `body` is not a NaN.
+fn nan_text(body: &str) -> Result<Option<u64>, ()> {
+    let lower = body.to_ascii_lowercase();
+    if lower == "nan" {
+        return Ok(None);
+    }
+    let inner = lower
+        .strip_prefix("nan(")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .ok_or(())?;
+    if !inner
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Err(());
+    }
+    Ok(nan_payload(&body[4..body.len() - 1]))
 }
 
 fn float_text(s: &[u8]) -> Option<Float<'_>> {
@@ -230,8 +276,11 @@ fn float_text(s: &[u8]) -> Option<Float<'_>> {
         Some(b'+') => (false, &text[1..]),
         _ => (false, text),
     };
+    if let Ok(payload) = nan_text(body) {
+        return Some(Float::Nan(negative, payload));
+    }
     let lower = body.to_ascii_lowercase();
-    if ["inf", "infinity", "nan"].contains(&lower.as_str()) || decimal(body) {
+    if ["inf", "infinity"].contains(&lower.as_str()) || decimal(body) {
         return Some(Float::Decimal(text));
     }
     let hex = lower.strip_prefix("0x")?;
@@ -301,10 +350,21 @@ fn hex_value(s: &str) -> Option<f64> {
     Some(m * 2f64.powi(e / 2) * 2f64.powi(e - e / 2))
 }
 
+/// The quiet NaN with `payload` in its mantissa bits below the quiet bit (`mantissa_bits`
+/// wide in all), as glibc's `nan("...")` builds it: a payload whose kept bits are all zero
+/// leaves the default NaN.
+fn nan_bits(negative: bool, payload: Option<u64>, mantissa_bits: u32, total_bits: u32) -> u64 {
+    let exponent_and_quiet = ((1u64 << (total_bits - mantissa_bits)) - 1) << (mantissa_bits - 1);
+    let kept = payload.unwrap_or(0) & ((1u64 << (mantissa_bits - 1)) - 1);
+    let sign = u64::from(negative) << (total_bits - 1);
+    sign | exponent_and_quiet | kept
+}
+
 pub(super) fn parse_f64(s: &[u8]) -> Option<f64> {
     match float_text(s)? {
         Float::Decimal(t) => t.parse().ok(),
         Float::Hex(v) => Some(v),
+        Float::Nan(negative, payload) => Some(f64::from_bits(nan_bits(negative, payload, 52, 64))),
     }
 }
 
@@ -312,6 +372,10 @@ pub(super) fn parse_f32(s: &[u8]) -> Option<f32> {
     match float_text(s)? {
         Float::Decimal(t) => t.parse().ok(),
         Float::Hex(v) => Some(v as f32),
+        Float::Nan(negative, payload) => {
+            let bits = nan_bits(negative, payload, 23, 32);
+            Some(f32::from_bits(u32::try_from(bits).ok()?))
+        }
     }
 }
 
@@ -328,6 +392,18 @@ mod tests {
         assert_eq!(parse_f64(b"1."), Some(1.0));
         assert_eq!(parse_f64(b"INFINITY"), Some(f64::INFINITY));
         assert!(parse_f64(b"-NaN").is_some_and(f64::is_nan));
+        assert_eq!(parse_f32(b"nan(1)").map(f32::to_bits), Some(0x7fc0_0001));
+        assert_eq!(
+            parse_f32(b"-nan(abc_9)").map(f32::to_bits),
+            Some(0xffc0_0000)
+        );
+        assert_eq!(parse_f32(b"NaN()").map(f32::to_bits), Some(0x7fc0_0000));
+        assert_eq!(
+            parse_f64(b"nan(0x10)").map(f64::to_bits),
+            Some(0x7ff8_0000_0000_0010)
+        );
+        assert_eq!(parse_f64(b"nan(1"), None);
+        assert_eq!(parse_f64(b"nan(a-b)"), None);
         for bad in [
             &b"1_000"[..],
             b"",

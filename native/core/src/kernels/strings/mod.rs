@@ -15,6 +15,7 @@ mod farmhash;
 mod file;
 mod format;
 mod printf;
+mod re2;
 mod regex_ops;
 mod split;
 mod tables;

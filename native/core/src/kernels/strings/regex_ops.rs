@@ -1,18 +1,14 @@
 //! Regular expressions: RegexFullMatch, StaticRegexFullMatch, RegexReplace and
-//! StaticRegexReplace, with RE2's syntax and semantics on the `regex` crate.
-//!
-//! The crates differ where RE2 is ASCII-only or literal; [`translate`] rewrites those parts of
-//! a pattern so it means what RE2 reads: `\d`, `\w`, `\s`, `\b` (and their negations) are
-//! ASCII classes in RE2 but Unicode ones in `regex`; inside a class, `[`, `&&`, `~~` and `--`
-//! are literal in RE2 but nested classes or set operations in `regex`; a `{` that starts no
-//! repetition is literal in RE2 but an error in `regex`; `\Q...\E` quotes literal text in RE2
-//! only. Matching is on bytes: text that is not UTF-8 is searched as it is, and `.` matches no
-//! invalid byte, as in RE2.
+//! StaticRegexReplace, with RE2's syntax and semantics on the `regex` crate: [`translate`]
+//! reads a pattern as RE2 does (rejecting what RE2 rejects) and writes it in the crate's
+//! syntax. Matching is on bytes: text that is not UTF-8 is searched as it is; an ill-formed
+//! byte matches no class, and a UTF-8-encoded surrogate is one character, as in RE2.
 
 use std::sync::Mutex;
 
 use regex::bytes::{Captures, Regex};
 
+use super::re2::translate;
 use super::{scalar_bytes, strings, strings_tensor, Made};
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec, Registry};
 use crate::tensor::Tensor;
@@ -28,131 +24,13 @@ pub fn register(r: &mut Registry) {
 fn compile(pattern: &[u8], full: bool) -> Result<Regex, String> {
     let text = std::str::from_utf8(pattern)
         .map_err(|_| format!("Invalid pattern: {}: not UTF-8", pattern.escape_ascii()))?;
-    let translated = translate(text);
+    let translated = translate(text).map_err(|e| format!("Invalid pattern: {text}, error: {e}"))?;
     let source = if full {
         format!(r"\A(?:{translated})\z")
     } else {
         translated
     };
     Regex::new(&source).map_err(|e| format!("Invalid pattern: {text}, error: {e}"))
-}
-
-/// The RE2 pattern `re2` in the `regex` crate's syntax (see the module doc).
-fn translate(re2: &str) -> String {
-    let chars: Vec<char> = re2.chars().collect();
-    let mut out = String::with_capacity(re2.len() + 8);
-    let mut i = 0;
-    // Inside a class: whether the next char is its first (where `]` is literal).
-    let mut class: Option<bool> = None;
-    while let Some(&c) = chars.get(i) {
-        i += 1;
-        if c == '\\' {
-            match chars.get(i) {
-                Some('Q') if class.is_none() => {
-                    // `\Q...\E` quotes literal text, which `regex` has no syntax for.
-                    let rest: String = chars[i + 1..].iter().collect();
-                    let quoted = rest.split("\\E").next().unwrap_or_default();
-                    out.push_str(&regex::escape(quoted));
-                    i += 1 + quoted.chars().count() + 2;
-                }
-                Some(&e) => {
-                    i += 1;
-                    out.push_str(&escape(e, class.is_some()));
-                    // `\p{Greek}`, `\x{263a}`: the braces belong to the escape.
-                    if matches!(e, 'p' | 'P' | 'x') && chars.get(i) == Some(&'{') {
-                        while let Some(&d) = chars.get(i) {
-                            i += 1;
-                            out.push(d);
-                            if d == '}' {
-                                break;
-                            }
-                        }
-                    }
-                }
-                None => out.push('\\'),
-            }
-            class = class.map(|_| false);
-            continue;
-        }
-        match class {
-            Some(first) => class = in_class(c, first, &chars, &mut i, &mut out),
-            None => match c {
-                '[' => {
-                    out.push('[');
-                    if chars.get(i) == Some(&'^') {
-                        out.push('^');
-                        i += 1;
-                    }
-                    class = Some(true);
-                }
-                '{' if !repetition(&chars[i..]) => out.push_str(r"\{"),
-                _ => out.push(c),
-            },
-        }
-    }
-    out
-}
-
-/// Emits class character `c`; returns the class state after it (None when it closed).
-fn in_class(c: char, first: bool, chars: &[char], i: &mut usize, out: &mut String) -> Option<bool> {
-    match c {
-        ']' if !first => {
-            out.push(']');
-            return None;
-        }
-        '[' if chars.get(*i) == Some(&':') => {
-            // A POSIX class [:name:] passes through whole.
-            out.push('[');
-            while let Some(&d) = chars.get(*i) {
-                *i += 1;
-                out.push(d);
-                if d == ']' {
-                    break;
-                }
-            }
-        }
-        '-' if chars.get(*i) == Some(&'-') => {
-            out.push_str(r"-\-");
-            *i += 1;
-        }
-        '[' | ']' | '&' | '~' => {
-            out.push('\\');
-            out.push(c);
-        }
-        _ => out.push(c),
-    }
-    Some(false)
-}
-
-/// The `regex` form of RE2 escape `\e`.
-fn escape(e: char, in_class: bool) -> String {
-    match e {
-        'd' => "[0-9]".into(),
-        'D' => "[^0-9]".into(),
-        'w' => "[0-9A-Za-z_]".into(),
-        'W' => "[^0-9A-Za-z_]".into(),
-        's' => r"[\t\n\f\r ]".into(),
-        'S' => r"[^\t\n\f\r ]".into(),
-        'b' | 'B' if !in_class => format!(r"(?-u:\{e})"),
-        _ => format!("\\{e}"),
-    }
-}
-
-/// Whether `rest` (what follows a `{`) is a repetition: `n}`, `n,}` or `n,m}`.
-fn repetition(rest: &[char]) -> bool {
-    let digits = |s: &[char]| s.iter().take_while(|c| c.is_ascii_digit()).count();
-    let n = digits(rest);
-    if n == 0 {
-        return false;
-    }
-    match rest.get(n) {
-        Some('}') => true,
-        Some(',') => {
-            let m = digits(&rest[n + 1..]);
-            rest.get(n + 1 + m) == Some(&'}')
-        }
-        _ => false,
-    }
 }
 
 fn full_matches(regex: &Regex, t: &Tensor) -> KResult<Tensor> {
@@ -322,8 +200,12 @@ impl Replacer {
     }
 }
 
-/// The byte length of the UTF-8 character `s` starts with (1 for an invalid byte, 0 at the end).
+/// The byte length of the UTF-8 character `s` starts with (1 for an invalid byte, 0 at the
+/// end); an encoded surrogate is one character, as RE2 reads it.
 fn char_len(s: &[u8]) -> usize {
+    if let [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] = s {
+        return 3;
+    }
     let n = match s.first() {
         None => return 0,
         Some(&b) if b < 0x80 => 1,

@@ -175,10 +175,12 @@ fn cut(s: &[u8], pos: i64, len: i64, unit: Unit, index: usize) -> KResult<Vec<u8
         )));
     }
     let start = if pos < 0 { pos + size } else { pos };
-    let stop = if len < 0 {
-        size
-    } else {
-        size.min(start.saturating_add(len))
+    // A negative length means "to the end" in bytes, but no characters in UTF8_CHAR
+    // (TensorFlow counts that many characters forward).
+    let stop = match unit {
+        Unit::Byte if len < 0 => size,
+        Unit::Utf8Char if len < 0 => start,
+        _ => size.min(start.saturating_add(len)),
     };
     let (start, stop) = (start as usize, stop as usize);
     Ok(match unit {
@@ -194,7 +196,8 @@ enum Case {
 }
 
 /// Without an encoding only ASCII letters change; with `utf-8` the text changes case as
-/// Unicode (bytes that are not UTF-8 pass through).
+/// Unicode, and each ill-formed sequence becomes U+FFFD (one per maximal ill-formed part, as
+/// TensorFlow's ICU conversion writes it).
 fn change_case(node: &NodeSpec, case: Case) -> Made {
     let unicode = match node.attrs.string_or("encoding", "")? {
         "" => false,
@@ -223,7 +226,13 @@ fn unicode_case(s: &[u8], case: Case) -> Vec<u8> {
             Case::Upper => chunk.valid().to_uppercase(),
         };
         out.extend_from_slice(text.as_bytes());
-        out.extend_from_slice(chunk.invalid());
+        if !chunk.invalid().is_empty() {
+            out.extend_from_slice(
+                char::REPLACEMENT_CHARACTER
+                    .encode_utf8(&mut [0; 4])
+                    .as_bytes(),
+            );
+        }
     }
     out
 }
@@ -264,13 +273,19 @@ mod tests {
         assert!(cut(b"hello", 6, 1, Unit::Byte, 0).is_err());
         assert!(cut(b"hello", -6, 1, Unit::Byte, 0).is_err());
         assert_eq!(cut(b"hello", 1, i64::MAX, Unit::Byte, 0).unwrap(), b"ello");
+        assert_eq!(cut(b"hello", 1, -1, Unit::Byte, 0).unwrap(), b"ello");
+        assert_eq!(cut(s, 1, -1, Unit::Utf8Char, 0).unwrap(), b"");
     }
 
     #[test]
-    fn unicode_case_keeps_invalid_bytes() {
+    fn unicode_case_replaces_invalid_bytes() {
         assert_eq!(
-            unicode_case(b"\xff\xc3\x84A", Case::Lower),
-            b"\xff\xc3\xa4a"
+            unicode_case(b"\xff\xc3\x84A\xe2\x82", Case::Lower),
+            "\u{fffd}\u{e4}a\u{fffd}".as_bytes()
+        );
+        assert_eq!(
+            unicode_case(b"\xed\xa0\x80x", Case::Upper),
+            "\u{fffd}\u{fffd}\u{fffd}X".as_bytes()
         );
         assert_eq!(
             unicode_case("\u{3a3}\u{391}\u{3a3}".as_bytes(), Case::Lower),
