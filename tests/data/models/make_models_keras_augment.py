@@ -3,15 +3,16 @@ RandomRotation, RandomZoom, RandomTranslation, RandomContrast), seeded, with inp
 TensorFlow's outputs (same layout as make_models.py). Needs TensorFlow 2.21 and Keras 3.
 
 - keras_augment: a Keras model of those layers before a small convolution, exported with
-  model.export(). At inference (the serving signature) Keras 3 passes images through these
-  layers unchanged, but the exported graph still draws the random numbers and runs the
-  transforms, whose results a `training` switch then discards; so the model exercises the
-  stateless random ops and ImageProjectiveTransformV3 even though its outputs do not depend on
-  them.
+  model.export(). Keras 3's augmentation layers default to training=True, and a functional
+  model called without `training` passes None on, so the exported serving signature AUGMENTS
+  (it is not the identity at inference): each call draws new numbers (the layers' seed states
+  are variables the call moves on), so two calls on one loaded model give different outputs.
 - keras_augment_training: a tf.Module whose signature calls the same layers with training=True,
-  so the random flips, rotations, zooms, translations and contrast changes reach the outputs.
-  Each layer draws from its own seeded Keras SeedGenerator (a variable the call moves on), so
-  a loaded model's first call gives TensorFlow's values bit for bit.
+  each layer's output a signature output. Each layer draws from its own seeded Keras
+  SeedGenerator (a variable the call moves on).
+
+Besides <name>.io.npz, writes <name>.calls.npz: three calls in a row on one loaded model, which
+tests/test_keras_augment.py replays.
 
 Usage: python tests/data/models/make_models_keras_augment.py [NAME ...]   (default: all)
 """
@@ -25,6 +26,8 @@ import numpy as np
 import tensorflow as tf
 
 from make_models import HERE, export_keras, export_module, keras_model
+
+CALLS = 3
 
 
 def _augmentations() -> list:
@@ -64,16 +67,34 @@ class AugmentTraining(tf.Module):
         return outputs
 
 
+def record_calls(name: str, signature: str, inputs: dict) -> None:
+    """CALLS calls in a row on one loaded model (<name>.calls.npz, keys
+    <signature>/<call>/in|out/<key>): the seed states move on between calls."""
+    function = tf.saved_model.load(str(HERE / name)).signatures[signature]
+    arrays = {}
+    for call in range(CALLS):
+        outputs = function(**{k: tf.constant(v) for k, v in inputs.items()})
+        arrays.update({f"{signature}/{call}/in/{k}": v for k, v in inputs.items()})
+        arrays.update({f"{signature}/{call}/out/{k}": v.numpy() for k, v in outputs.items()})
+    np.savez(HERE / f"{name}.calls.npz", **arrays)
+
+
 def _image() -> np.ndarray:
     rng = np.random.default_rng(7)
     return rng.uniform(0, 255, (2, 8, 9, 3)).astype(np.float32)
 
 
-JOBS = {
-    "keras_augment": lambda: export_keras("keras_augment", keras_augment(), {"image": _image()}),
-    "keras_augment_training": lambda: export_module("keras_augment_training", AugmentTraining(),
-                                                    {"augment": {"image": _image()}}),
-}
+def _export_keras_augment() -> None:
+    export_keras("keras_augment", keras_augment(), {"image": _image()})
+    record_calls("keras_augment", "serving_default", {"image": _image()})
+
+
+def _export_keras_augment_training() -> None:
+    export_module("keras_augment_training", AugmentTraining(), {"augment": {"image": _image()}})
+    record_calls("keras_augment_training", "augment", {"image": _image()})
+
+
+JOBS = {"keras_augment": _export_keras_augment, "keras_augment_training": _export_keras_augment_training}
 
 
 def main(names: list[str]) -> None:
