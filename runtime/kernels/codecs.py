@@ -11,11 +11,12 @@ decoded here in libjpeg's own steps: the components, decoded by Pillow with the 
 no upsampling, then libjpeg's upsampling (the h2v1/h1v2/h2v2 "fancy" triangle filters or
 replication) and its integer YCbCr->RGB tables in numpy. That reproduces TensorFlow bit for
 bit, DecodeAndCropJpeg's crop edges included (libjpeg-turbo upsamples a crop as an image of its
-own, MCU-aligned on the left). One case has no exact route:
-INTEGER_ACCURATE at ratio 1 on chroma subsampled other than 4:2:0 (4:2:2 from Pillow or
-cameras), without fancy upscaling or cropped, where Pillow cannot give the accurate IDCT's
-chroma before upsampling; the nearest Pillow output is off by up to 33 levels (measured on
-noise), so that case raises an error instead.
+own, MCU-aligned on the left). Cases with no exact route
+raise an error instead of answering differently (the nearest Pillow output is off by up to 33
+levels): INTEGER_ACCURATE at ratio 1 on chroma subsampled other than 2x2 (4:2:2 from Pillow
+or cameras) cropped or without fancy upscaling, where Pillow cannot give that IDCT's chroma
+before upsampling, and the exotic layouts whose luma is subsampled below chroma, except with
+Pillow's own two settings.
 
 A truncated JPEG is an error: TensorFlow either rejects it too (the default) or, with
 try_recover_truncated or acceptable_fraction < 1, returns what libjpeg made of the data before
@@ -235,17 +236,21 @@ def _jpeg_pixels(image_module, data: bytes, channels: int, options: dict) -> np.
 
 
 def _fallback_fast(layers: list, options: dict) -> bool:
-    """Pillow's setting when its RGB output is used as is: exact when no chroma is upsampled
-    (the IDCT decides) and for INTEGER_ACCURATE with fancy upsampling on a whole image. The
-    rest (INTEGER_ACCURATE at ratio 1 on chroma neither 4:2:0 nor 4:4:4, cropped or without
-    fancy upsampling) is refused: the nearest Pillow setting is off by up to 33 levels."""
+    """Pillow's setting when its RGB output is used as is. Exact when no component is upsampled
+    (the IDCT decides), and where Pillow's two settings match TensorFlow's attrs: the fast IDCT
+    without fancy upsampling (replication, so crops too), the accurate one with it on a whole
+    image. Other combinations get here only for layouts the component route does not take
+    (accurate chroma out of reach, luma subsampled below chroma), and are refused: the nearest
+    Pillow output is off by up to 33 levels."""
     if not _upsamples(layers, options["ratio"]):
         return not options["accurate"]
-    check(options["fancy"] and options["crop"] is None,
-          "dct_method INTEGER_ACCURATE is supported for this JPEG's chroma subsampling (neither "
-          "4:2:0 nor 4:4:4) only with fancy_upscaling on a whole image (DecodeJpeg); use the "
-          "default dct_method, or decode it whole and crop")
-    return False
+    accurate, fancy = options["accurate"], options["fancy"]
+    check((not accurate and not fancy) or (accurate and fancy and options["crop"] is None),
+          f"this JPEG's sampling factors {_factors(layers)} with dct_method "
+          f"{'INTEGER_ACCURATE' if accurate else 'INTEGER_FAST'} and fancy_upscaling={fancy} have no "
+          "exact decoding here; use the default dct_method (or INTEGER_ACCURATE with fancy "
+          "upscaling on the whole image)")
+    return not accurate
 
 
 def _crop(image: np.ndarray, window, layers: list, ratio: int) -> np.ndarray:
@@ -309,6 +314,8 @@ def _ycc_image(image_module, data: bytes, layers: list, options: dict) -> np.nda
     if len(layers) != 3 or not _upsamples(layers, ratio):
         return None
     expansions = _expansions(layers, ratio)
+    if expansions[0] != (1, 1):
+        return None  # luma subsampled below chroma: Pillow's luma would come upsampled
     sizes = _scaled_sizes(layers, ratio)
     luma = np.asarray(_open(image_module, data, "YCbCr", ratio, not accurate or sizes[0] < 8))[..., 0]
     if accurate and any(s == 8 for s in sizes[1:]):

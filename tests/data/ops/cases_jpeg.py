@@ -5,11 +5,14 @@ JPEG inputs are encoded by TensorFlow (4:2:0 and 4:4:4, gray) and by Pillow (4:2
 progressive, CMYK), then decoded with every ratio, dct_method and fancy_upscaling; EncodeJpeg's
 expected outputs are TensorFlow's bytes. GIFs are written by Pillow (its writer crops frames to
 what changed and marks unchanged pixels transparent, which exercises TensorFlow's compositing);
-BMPs are built here byte by byte. Record with a Python that has TensorFlow 2.21 AND Pillow:
+BMPs are built here byte by byte. Sampling layouts neither TensorFlow nor Pillow writes (4:4:0,
+4:1:1, luma below chroma) come from libjpeg-turbo's cjpeg (Debian: libjpeg-turbo-progs).
+Record with a Python that has TensorFlow 2.21 AND Pillow, cjpeg on PATH:
     /work/venvs/tfk/bin/python tests/data/ops/make_op_fixtures.py jpeg
 """
 import io
 import struct
+import subprocess
 
 import numpy as np
 import tensorflow as tf
@@ -33,6 +36,14 @@ def _pillow_jpeg(pixels, mode=None, **options):
     return buffer.getvalue()
 
 
+def _cjpeg(pixels, sample):
+    """JPEG bytes from cjpeg with `-sample` factors (component 1's, or one per component)."""
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "PPM")
+    return subprocess.run(["cjpeg", "-sample", sample, "-quality", "85"], input=buffer.getvalue(),
+                          capture_output=True, check=True).stdout
+
+
 def _blob(data):
     return np.array(data, dtype=object)
 
@@ -46,7 +57,21 @@ JPEGS = {
     "pil420_odd": _pillow_jpeg(_picture(17, 30, noise=60), quality=70),
     "pil_progressive": _pillow_jpeg(_picture(16, 24), progressive=True, quality=85),
     "pil_narrow": _pillow_jpeg(_picture(9, 3), quality=90),
+    "cjpeg440": _cjpeg(_picture(13, 10), "1x2"),
+    "cjpeg411": _cjpeg(_picture(11, 21), "4x1"),
+    "cjpeg_luma_below_chroma": _cjpeg(_picture(12, 9), "1x1,1x2,1x2"),
 }
+_NO_EXACT_ROUTE = {"pil422": "1", "cjpeg440": "1", "cjpeg411": "1", "cjpeg_luma_below_chroma": "1248"}
+"""Sources and ratios where INTEGER_ACCURATE without fancy upscaling is refused (see
+runtime/kernels/codecs.py); for the last, any attrs but Pillow's two settings."""
+
+
+def _refused(name, ratio, dct, fancy):
+    if str(ratio) not in _NO_EXACT_ROUTE.get(name, ""):
+        return False
+    if name == "cjpeg_luma_below_chroma":
+        return (dct == "INTEGER_ACCURATE") != fancy
+    return dct == "INTEGER_ACCURATE" and not fancy
 _CMYK = _pillow_jpeg(_rng.integers(0, 256, (8, 11, 4)).astype(np.uint8), "CMYK", quality=90)
 
 
@@ -59,8 +84,8 @@ for _name, _data in JPEGS.items():
     for _ratio in (1, 2, 4) + ((8,) if _name in ("tf420", "pil422") else ()):
         for _dct in ("", "INTEGER_ACCURATE") + (("INTEGER_FAST",) if _name == "tf420" else ()):
             for _fancy in (True, False):
-                if _name == "pil422" and _ratio == 1 and _dct == "INTEGER_ACCURATE" and not _fancy:
-                    continue  # no exact route: refused (see runtime/kernels/codecs.py)
+                if _refused(_name, _ratio, _dct, _fancy):
+                    continue
                 DECODE.append(_decode(f"{_name}_r{_ratio}_{_dct or 'default'}_{'fancy' if _fancy else 'plain'}",
                                       _data, ratio=_ratio, dct_method=_dct, fancy_upscaling=_fancy))
 for _name in ("tf420", "tfgray", "pil422"):
