@@ -122,6 +122,12 @@ def decode_bmp(contents, *, channels: int = 0, **_) -> tuple[np.ndarray]:
     return (_decode("DecodeBmp", contents, channels, np.uint8, _jpeg_options()),)
 
 
+def decode_as(op: str, contents, channels: int, dtype: np.dtype) -> np.ndarray:
+    """Decode whatever image `contents` holds as `op` (with JPEG attrs at their defaults) would:
+    for DecodePng, whose own kernel reads PNG."""
+    return _decode(op, contents, channels, dtype, _jpeg_options())
+
+
 def _jpeg_options(ratio: int = 1, fancy: bool = True, recover: bool = False, fraction: float = 1.0,
                   dct_method: str = "") -> dict:
     check(ratio in (1, 2, 4, 8), f"ratio must be 1, 2, 4, or 8, got {ratio}")
@@ -232,7 +238,7 @@ def _jpeg_pixels(image_module, data: bytes, channels: int, options: dict) -> np.
         if image is not None:
             return image
         image = np.asarray(_open(image_module, data, None, ratio, _fallback_fast(layers, options)))
-    return _crop(image, options["crop"], layers, ratio)
+    return _crop(image, options["crop"])
 
 
 def _fallback_fast(layers: list, options: dict) -> bool:
@@ -253,7 +259,7 @@ def _fallback_fast(layers: list, options: dict) -> bool:
     return not accurate
 
 
-def _crop(image: np.ndarray, window, layers: list, ratio: int) -> np.ndarray:
+def _crop(image: np.ndarray, window) -> np.ndarray:
     if window is None:
         return image
     y, x, height, width = window
@@ -263,13 +269,13 @@ def _crop(image: np.ndarray, window, layers: list, ratio: int) -> np.ndarray:
 
 
 def _cmyk_to_rgb(cmyk: np.ndarray, adobe: bool) -> np.ndarray:
-    """TensorFlow's conversion of libjpeg's CMYK output (inverted in Adobe files; Pillow hands
-    them back inverted once more)."""
-    values = cmyk.astype(np.int64)
+    """TensorFlow's conversion of libjpeg's CMYK samples, which Pillow hands back inverted
+    (it assumes Adobe's inverted convention for every CMYK JPEG): with an Adobe marker the
+    samples are inverted in the file, so RGB = K x C / 255; without one (255-K) x (255-C) / 255."""
+    raw = 255 - cmyk.astype(np.int64)
     if adobe:
-        values = 255 - values
-        return (values[..., 3:4] * values[..., :3] // 255).astype(np.uint8)
-    return ((255 - values[..., 3:4]) * (255 - values[..., :3]) // 255).astype(np.uint8)
+        return (raw[..., 3:4] * raw[..., :3] // 255).astype(np.uint8)
+    return ((255 - raw[..., 3:4]) * (255 - raw[..., :3]) // 255).astype(np.uint8)
 
 
 # libjpeg-turbo's decoding of a YCbCr image, step by step ------------------------------------

@@ -75,6 +75,16 @@ def _refused(name, ratio, dct, fancy):
 _CMYK = _pillow_jpeg(_rng.integers(0, 256, (8, 11, 4)).astype(np.uint8), "CMYK", quality=90)
 
 
+def _without_adobe_marker(data):
+    """The JPEG without its APP14 'Adobe' segment: libjpeg then reads plain (uninverted) CMYK."""
+    start = data.index(b"Adobe") - 4
+    length = int.from_bytes(data[start + 2:start + 4], "big")
+    return data[:start] + data[start + 2 + length:]
+
+
+_CMYK_PLAIN = _without_adobe_marker(_CMYK)
+
+
 def _decode(name, data, error=False, **attrs):
     return case("DecodeJpeg", name=name, contents=_blob(data), error=error, **attrs)
 
@@ -97,6 +107,8 @@ _TRUNCATED = JPEGS["tf420"][:len(JPEGS["tf420"]) * 2 // 3]
 DECODE += [
     _decode("cmyk", _CMYK),
     _decode("cmyk_ch3_accurate", _CMYK, channels=3, dct_method="INTEGER_ACCURATE"),
+    _decode("cmyk_without_adobe_marker", _CMYK_PLAIN),
+    _decode("error_cmyk_ch1", _CMYK, channels=1, error=True),
     _decode("complete_with_recover_flag", JPEGS["tf420"], try_recover_truncated=True,
             acceptable_fraction=0.5),
     _decode("error_truncated", _TRUNCATED, error=True),
@@ -242,6 +254,12 @@ IMAGE += [
     case("DecodeImage", name="error_unknown_format", contents=_blob(b"RIFF0000WEBX0000"), error=True),
     case("DecodeImage", name="error_gif_channels1", contents=_blob(GIFS["single"]), channels=1, error=True),
     case("DecodeJpeg", name="png_through_decode_jpeg", contents=_blob(_PNG)),
+    case("DecodePng", name="jpeg_through_decode_png", contents=_blob(JPEGS["tf420"])),
+    case("DecodePng", name="jpeg_through_decode_png_uint16", contents=_blob(JPEGS["pil422"]), dtype=tf.uint16),
+    case("DecodePng", name="gif_through_decode_png", contents=_blob(GIFS["single"]), channels=3),
+    case("DecodePng", name="error_bmp_through_decode_png", contents=_blob(_BMP24), error=True),
+    case("DecodePng", name="error_animated_gif_through_decode_png", contents=_blob(GIFS["animated_optimized"]),
+         error=True),
     case("DecodeJpeg", name="gif_through_decode_jpeg", contents=_blob(GIFS["single"])),
     case("DecodeJpeg", name="error_animated_gif_through_decode_jpeg",
          contents=_blob(GIFS["animated_optimized"]), error=True),
