@@ -53,3 +53,31 @@ def test_bmp_needs_no_pillow(monkeypatch):
         (1).to_bytes(2, "little") + (24).to_bytes(2, "little") + bytes(24)
     (image,) = codecs.decode_bmp(np.array(header + info + pixels, dtype=object))
     assert image.tolist() == [[[3, 2, 1]]]
+
+
+@pytest.mark.parametrize("case_id", ["DecodeJpeg/tf420_r1_default_fancy", "DecodeJpeg/pil_progressive_r1_default_fancy",
+                                     "DecodeJpeg/pil422_r1_default_fancy", "DecodeJpeg/cmyk",
+                                     "DecodeGif/animated_optimized", "DecodeBmp/bgr24"])
+def test_damaged_files_decode_or_fail_cleanly(case_id):
+    """Truncated, overwritten and spliced copies: an image or a KernelError, never another
+    exception (Pillow's, numpy's) and never a hang."""
+    whole = _fixture_input(case_id).item()
+    rng = np.random.default_rng(len(whole))
+    for attempt in range(60):
+        data = bytearray(whole)
+        if attempt % 3 == 0:
+            data = data[:rng.integers(0, len(data))]
+        elif attempt % 3 == 1:
+            for _ in range(rng.integers(1, 6)):
+                data[rng.integers(0, len(data))] = rng.integers(0, 256)
+        else:
+            at = rng.integers(0, len(data))
+            data = data[:at] + bytes(rng.integers(0, 256, rng.integers(1, 20)).astype(np.uint8)) + data[at:]
+        contents = np.array(bytes(data), dtype=object)
+        for call in (lambda: codecs.decode_image(contents), lambda: codecs.extract_jpeg_shape(contents),
+                     lambda: codecs.decode_jpeg(contents, dct_method="INTEGER_ACCURATE", fancy_upscaling=False),
+                     lambda: codecs.decode_and_crop_jpeg(contents, np.array([1, 1, 3, 3], np.int32))):
+            try:
+                call()
+            except KernelError:
+                pass

@@ -195,6 +195,8 @@ def _decode_jpeg(op: str, data: bytes, channels: int, options: dict) -> np.ndarr
         return _jpeg_pixels(image_module, data, channels, options)
     except KernelError:
         raise
+    except image_module.DecompressionBombError as error:
+        raise KernelError(f"{_INVALID_JPEG} ({error})") from None
     except (OSError, SyntaxError, ValueError, struct.error, IndexError) as error:
         if "truncated" in str(error) and (options["recover"] or options["fraction"] < 1):
             raise KernelError(f"{op}: this JPEG is truncated; decoding what it holds "
@@ -225,6 +227,8 @@ def _jpeg_pixels(image_module, data: bytes, channels: int, options: dict) -> np.
     if probe.format != "JPEG":
         raise OSError("not a JPEG file")
     stored, layers, adobe = probe.mode, list(getattr(probe, "layer", [])), "adobe" in probe.info
+    check(all(1 <= h <= 4 and 1 <= v <= 4 for h, v in _factors(layers)),
+          f"{_INVALID_JPEG} (sampling factors {_factors(layers)})")
     ratio, fast = options["ratio"], not options["accurate"]
     if stored == "CMYK":
         check(channels != 1, _INVALID_JPEG)
@@ -421,17 +425,43 @@ def _ycc_to_rgb(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray) -> np.ndarray:
 
 @kernel("ExtractJpegShape")
 def extract_jpeg_shape(contents, *, output_type=None, **_) -> tuple[np.ndarray]:
+    """[height, width, components] from the frame header (SOFn), as libjpeg reports them
+    without decoding: no Pillow needed."""
     data = _scalar_bytes(contents)
-    image_module = _pillow("ExtractJpegShape")
     try:
-        image = image_module.open(io.BytesIO(data))
-        check(image.format == "JPEG", "Could not read image information: not a JPEG file")
-        image.draft(None, None)
-    except (OSError, SyntaxError, ValueError) as error:
+        height, width, components = _frame_header(data)
+    except (ValueError, struct.error, IndexError) as error:
         raise KernelError(f"Could not read image information: {error}") from None
-    components = {"L": 1, "RGB": 3, "CMYK": 4}.get(image.mode, len(getattr(image, "layer", [])))
     dtype = output_type.numpy if output_type is not None else np.int32
-    return (np.array([image.size[1], image.size[0], components], dtype),)
+    return (np.array([height, width, components], dtype),)
+
+
+_FRAME_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+"""SOF0..SOF15: every frame header (baseline, extended, progressive, lossless, arithmetic)."""
+
+
+def _frame_header(data: bytes) -> tuple[int, int, int]:
+    """Walk the marker segments up to the frame header; its height, width and component count."""
+    if not data.startswith(b"\xff\xd8"):
+        raise ValueError("not a JPEG file")
+    position = 2
+    while position + 4 <= len(data):
+        if data[position] != 0xFF:
+            raise ValueError(f"no marker at byte {position}")
+        marker = data[position + 1]
+        if marker == 0xFF or marker == 0x01 or 0xD0 <= marker <= 0xD8:
+            position += 1 if marker == 0xFF else 2
+            continue
+        if marker in (0xD9, 0xDA):
+            raise ValueError("no frame header before the scan")
+        (length,) = struct.unpack(">H", data[position + 2:position + 4])
+        if marker in _FRAME_MARKERS:
+            _, height, width, components = struct.unpack(">BHHB", data[position + 4:position + 10])
+            if height == 0 or width == 0 or components == 0:
+                raise ValueError(f"empty image ({height}x{width}, {components} components)")
+            return height, width, components
+        position += 2 + length
+    raise ValueError("no frame header")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -585,7 +615,7 @@ def _lzw_frame(image_module, data: bytes, frame: dict) -> np.ndarray:
     try:
         decoded = image_module.open(io.BytesIO(single))
         decoded.load()
-    except (OSError, SyntaxError, ValueError) as error:
+    except (OSError, SyntaxError, ValueError, image_module.DecompressionBombError) as error:
         raise KernelError(f"Invalid GIF data (size {len(data)}), failed to slurp gif file: {error}") from None
     return np.asarray(decoded.convert("L") if decoded.mode not in ("L", "P") else decoded).astype(np.int64)
 

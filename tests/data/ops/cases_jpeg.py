@@ -156,6 +156,9 @@ SHAPE = [
 ] + [
     case("ExtractJpegShape", name="cmyk_int64", contents=_blob(_CMYK), output_type=tf.int64),
     case("ExtractJpegShape", name="error_png", contents=_blob(b"\x89PNG\r\n\x1a\n" + bytes(30)), error=True),
+    case("ExtractJpegShape", name="error_cut_before_frame_header", contents=_blob(JPEGS["tf420"][:100]),
+         error=True),
+    case("ExtractJpegShape", name="error_empty", contents=_blob(b""), error=True),
 ]
 
 _NOISE = _rng.integers(0, 256, (13, 21, 3)).astype(np.uint8)
