@@ -266,10 +266,16 @@ def _fallback_fast(layers: list, options: dict) -> bool:
 def _crop(image: np.ndarray, window) -> np.ndarray:
     if window is None:
         return image
+    _check_window(window, *image.shape[:2])
     y, x, height, width = window
-    check(height > 0 and width > 0 and x >= 0 and y >= 0 and y + height <= image.shape[0]
-          and x + width <= image.shape[1], _INVALID_JPEG)
     return image[y:y + height, x:x + width]
+
+
+def _check_window(window, height: int, width: int) -> None:
+    """TensorFlow's IsCropWindowValid, against the (scaled) output size."""
+    y, x, crop_h, crop_w = window
+    check(crop_h > 0 and crop_w > 0 and x >= 0 and y >= 0 and y + crop_h <= height and x + crop_w <= width,
+          f"{_INVALID_JPEG} (crop window {list(window)} for an image of {height}x{width})")
 
 
 def _cmyk_to_rgb(cmyk: np.ndarray, adobe: bool) -> np.ndarray:
@@ -329,23 +335,15 @@ def _ycc_image(image_module, data: bytes, layers: list, options: dict) -> np.nda
     sizes = _scaled_sizes(layers, ratio)
     luma = np.asarray(_open(image_module, data, "YCbCr", ratio, not accurate or sizes[0] < 8))[..., 0]
     if accurate and any(s == 8 for s in sizes[1:]):
-        chroma = _accurate_chroma(image_module, data, layers, ratio, luma.shape)
+        chroma = _accurate_chroma(image_module, data, layers, ratio)
         if chroma is None:
             return None
     else:
         replicated = np.asarray(_open(image_module, data, "YCbCr", ratio, True))
         chroma = [replicated[::ev, ::eh, c] for c, (eh, ev) in ((1, expansions[1]), (2, expansions[2]))]
     height, width = luma.shape
-    x0, out_width = 0, width
     crop = options["crop"]
-    if crop is not None:
-        y, x, crop_h, crop_w = crop
-        check(crop_h > 0 and crop_w > 0 and x >= 0 and y >= 0 and y + crop_h <= height
-              and x + crop_w <= width, _INVALID_JPEG)
-        max_h = max(layer[1] for layer in layers)
-        align = max_h * (8 // ratio)
-        x0 = x // align * align
-        out_width = x + crop_w - x0
+    x0, out_width = _decoded_columns(crop, layers, ratio, height, width)
     planes = [luma[:, x0:x0 + out_width]]
     for plane, (eh, ev) in zip(chroma, expansions[1:]):
         first = x0 // eh
@@ -361,7 +359,19 @@ def _ycc_image(image_module, data: bytes, layers: list, options: dict) -> np.nda
     return rgb
 
 
-def _accurate_chroma(image_module, data: bytes, layers: list, ratio: int, shape) -> list | None:
+def _decoded_columns(crop, layers: list, ratio: int, height: int, width: int) -> tuple[int, int]:
+    """The first column and width libjpeg-turbo decodes for a crop (jpeg_crop_scanline): the
+    crop widened on the left to an iMCU boundary; the whole width without a crop."""
+    if crop is None:
+        return 0, width
+    _check_window(crop, height, width)
+    _, x, _, crop_w = crop
+    align = max(layer[1] for layer in layers) * (8 // ratio)
+    x0 = x // align * align
+    return x0, x + crop_w - x0
+
+
+def _accurate_chroma(image_module, data: bytes, layers: list, ratio: int) -> list | None:
     """The accurate IDCT's chroma before upsampling: at twice the ratio libjpeg-turbo decodes
     2x2-subsampled chroma at full size (no upsampling), which Pillow hands back as is."""
     if ratio != 1 or any(e != (2, 2) for e in _expansions(layers, 1)[1:]):
