@@ -81,3 +81,10 @@ def test_damaged_files_decode_or_fail_cleanly(case_id):
                 call()
             except KernelError:
                 pass
+
+
+def test_encoding_an_empty_image_is_an_error():
+    """TensorFlow fails with InternalError ("JPEG encoding failed"), which the op fixtures do
+    not record."""
+    with pytest.raises(KernelError, match="empty image"):
+        codecs.encode_jpeg(np.zeros((0, 4, 3), np.uint8))

@@ -180,6 +180,14 @@ ENCODE = [
          error=True, dynamic=True),
     case("EncodeJpegVariableQuality", name="q10", images=_NOISE, quality=np.array(10, np.int32)),
     case("EncodeJpegVariableQuality", name="q95_gray", images=_IMAGE[..., :1], quality=np.array(95, np.int32)),
+    case("EncodeJpegVariableQuality", name="q0", images=_NOISE, quality=np.array(0, np.int32)),
+    case("EncodeJpegVariableQuality", name="error_quality_101", images=_NOISE, quality=np.array(101, np.int32),
+         error=True),
+    case("EncodeJpegVariableQuality", name="error_quality_negative", images=_NOISE,
+         quality=np.array(-1, np.int32), error=True),
+    case("EncodeJpegVariableQuality", name="error_quality_not_scalar", images=_NOISE,
+         quality=np.array([50], np.int32), error=True, dynamic=True),
+    case("EncodeJpeg", name="error_quality_attr", image=_NOISE, quality=101, error=True),
 ]
 
 
