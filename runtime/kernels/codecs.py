@@ -1,22 +1,24 @@
 """Image codec ops beside PNG: JPEG (decode, decode-and-crop, shape, encode), GIF, BMP and
 DecodeImage, which sniffs the format as TensorFlow does.
 
-TensorFlow decodes JPEG with libjpeg-turbo. JPEG goes through Pillow, an OPTIONAL dependency
-(`pip install 'savedmodel[image]'`) imported only when a JPEG or GIF op runs, because Pillow's
-wheels bundle libjpeg-turbo too. Pillow exposes two libjpeg settings: its default (the accurate
-integer IDCT, ISLOW, with fancy upsampling) and its "draft" mode (the fast integer IDCT, IFAST,
-without). TensorFlow's `dct_method` and `fancy_upscaling` pick the IDCT and the upsampling
-separately (`dct_method` "" means INTEGER_FAST), so colour images with subsampled chroma are
-decoded here in libjpeg's own steps: the components, decoded by Pillow with the right IDCT and
-no upsampling, then libjpeg's upsampling (the h2v1/h1v2/h2v2 "fancy" triangle filters or
-replication) and its integer YCbCr->RGB tables in numpy. That reproduces TensorFlow bit for
-bit, DecodeAndCropJpeg's crop edges included (libjpeg-turbo upsamples a crop as an image of its
-own, MCU-aligned on the left). Cases with no exact route
-raise an error instead of answering differently (the nearest Pillow output is off by up to 33
-levels): INTEGER_ACCURATE at ratio 1 on chroma subsampled other than 2x2 (4:2:2 from Pillow
-or cameras) cropped or without fancy upscaling, where Pillow cannot give that IDCT's chroma
-before upsampling, and the exotic layouts whose luma is subsampled below chroma, except with
-Pillow's own two settings.
+TensorFlow decodes JPEG with libjpeg-turbo. JPEG goes through Pillow, whose wheels bundle
+libjpeg-turbo too: an OPTIONAL dependency (`pip install 'savedmodel[image]'`) imported only
+when a JPEG or GIF op runs (ExtractJpegShape reads the frame header itself). Pillow exposes two
+libjpeg settings: its default (the accurate integer IDCT, ISLOW, with fancy upsampling) and
+its "draft" mode (the fast integer IDCT, IFAST, without). TensorFlow's `dct_method` and
+`fancy_upscaling` pick the IDCT and the upsampling separately (`dct_method` "" means
+INTEGER_FAST), so colour images with subsampled chroma are decoded here in libjpeg's own
+steps: the components, decoded by Pillow with the right IDCT and no upsampling, then libjpeg's
+upsampling (the h2v1/h1v2/h2v2 "fancy" triangle filters, or replication) and its integer
+YCbCr->RGB tables in numpy. That reproduces TensorFlow bit for bit, DecodeAndCropJpeg's crop
+edges included (libjpeg-turbo upsamples a crop as an image of its own, widened on the left to
+an iMCU boundary).
+
+Cases with no exact route raise an error instead of answering differently (the nearest Pillow
+output is off by up to 33 levels): INTEGER_ACCURATE at ratio 1 on chroma subsampled other than
+2x2 (4:2:2, 4:4:0, 4:1:1), cropped or without fancy upscaling, where Pillow cannot give that
+IDCT's chroma before upsampling; and exotic layouts whose luma is subsampled below chroma,
+except with Pillow's own two settings.
 
 A truncated JPEG is an error: TensorFlow either rejects it too (the default) or, with
 try_recover_truncated or acceptable_fraction < 1, returns what libjpeg made of the data before

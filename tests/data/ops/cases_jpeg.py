@@ -7,8 +7,9 @@ expected outputs are TensorFlow's bytes. GIFs are written by Pillow (its writer 
 what changed and marks unchanged pixels transparent, which exercises TensorFlow's compositing);
 BMPs are built here byte by byte. Sampling layouts neither TensorFlow nor Pillow writes (4:4:0,
 4:1:1, luma below chroma) come from libjpeg-turbo's cjpeg (Debian: libjpeg-turbo-progs).
-Record with a Python that has TensorFlow 2.21 AND Pillow, cjpeg on PATH:
-    /work/venvs/tfk/bin/python tests/data/ops/make_op_fixtures.py jpeg
+Record with a Python that has TensorFlow 2.21 AND Pillow (e.g. a venv with tensorflow-cpu==2.21.0
+and pillow), cjpeg on PATH:
+    python tests/data/ops/make_op_fixtures.py jpeg
 """
 import io
 import struct
