@@ -20,3 +20,10 @@ def test_runtime_does_not_import_tensorflow():
     code = "import sys, savedmodel.runtime.tensor_bundle; print('tensorflow' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_codec_library_is_imported_only_when_a_codec_op_runs():
+    """Pillow is an optional extra (`savedmodel[image]`): loading every kernel must not need it."""
+    code = "import sys, savedmodel.runtime.kernels; print('PIL' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"

@@ -34,4 +34,5 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     text,
     unicode,
     variables,
+    codecs,
 )

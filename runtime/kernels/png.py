@@ -50,12 +50,23 @@ def decode_png(contents, *, channels: int = 0, dtype=None, **_) -> tuple[np.ndar
     data = _scalar_bytes(contents)
     wide = dtype is not None and dtype.numpy == np.uint16
     check(channels in (0, 1, 3, 4), f"`channels` must be 0, 1, 3 or 4 but got {channels}")
+    if data and not data.startswith(_SIGNATURE):
+        return (_other_format(contents, channels, wide),)
     try:
         header, samples, palette, transparency = _read(data)
     except (_BadPng, zlib.error, struct.error, ValueError, IndexError) as error:
         raise KernelError(f"Invalid PNG data, size {len(data)}: {error}") from None
     image = _to_channels(header, samples, palette, transparency, channels)
     return (_to_depth(image, 16 if header["depth"] == 16 else 8, wide),)
+
+
+def _other_format(contents, channels: int, wide: bool) -> np.ndarray:
+    """TensorFlow's DecodePng decodes JPEG and one-frame GIF data too (one kernel serves every
+    decode op): the codecs module does those, and rejects BMP and unknown data as TensorFlow
+    does."""
+    from savedmodel.runtime.kernels import codecs  # imports this module: imported when needed
+
+    return codecs.decode_as("DecodePng", contents, channels, np.dtype(np.uint16 if wide else np.uint8))
 
 
 def _scalar_bytes(contents) -> bytes:
