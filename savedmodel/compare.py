@@ -104,10 +104,12 @@ def _distance(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple[f
         return 0.0, 0.0, True
     with np.errstate(all="ignore"):
         diff = np.abs(wide_a - wide_b)
-        both_nan = np.isnan(wide_a) & np.isnan(wide_b)
-        diff = np.where(both_nan, 0.0, diff)
+        # NaN against NaN, and an infinity against the same infinity (whose difference is NaN),
+        # agree.
+        same = (np.isnan(wide_a) & np.isnan(wide_b)) | ((wide_a == wide_b) & np.isinf(wide_a))
+        diff = np.where(same, 0.0, diff)
         rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(wide_b), np.finfo(np.float64).tiny))
-    close = bool(np.all((diff <= atol + rtol * np.abs(wide_b)) | both_nan))
+    close = bool(np.all((diff <= atol + rtol * np.abs(wide_b)) | same))
     return float(np.max(diff)), float(np.max(rel)), close
 
 
