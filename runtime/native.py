@@ -17,6 +17,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
+from savedmodel.protos import meta_graph_pb2, saved_object_graph_pb2
 from savedmodel.runtime import deadline, structure
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.deadline import current as _current_deadline
@@ -29,7 +30,7 @@ from savedmodel.runtime.loader import (Signatures, UnknownSignatureError, _check
                                       restored_functions)
 from savedmodel.runtime.plan import GraphError
 from savedmodel.runtime.registry import UnsupportedOpError
-from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
+from savedmodel.runtime.saved_model_file import TensorSpecInfo
 
 try:
     from savedmodel import _native
@@ -132,11 +133,13 @@ class NativeModel:
 
     @functools.cached_property
     def _meta_graph(self):
-        """The MetaGraphDef, parsed again in Python the first time `functions` needs the
-        object graph's input and output structures (None for a frozen GraphDef)."""
+        """The MetaGraphDef's object graph, for the input and output structures of `functions`
+        (None for a frozen GraphDef). The engine hands it over serialized: parsing the whole
+        file again would hold a second copy of the graph in Python."""
         if self._tags is None:
             return None
-        return find_meta_graph(read_saved_model(self.export_dir), set(self._tags), str(self.export_dir))
+        graph = saved_object_graph_pb2.SavedObjectGraph.FromString(self._inner.object_graph() or b"")
+        return meta_graph_pb2.MetaGraphDef(object_graph_def=graph)
 
     @functools.cached_property
     def functions(self) -> dict:

@@ -138,6 +138,12 @@ impl NativeModel {
         })
     }
 
+    /// The MetaGraphDef's SavedObjectGraph, serialized (None for a frozen GraphDef): what the
+    /// Python side needs of the file for `functions`, without parsing the whole file again.
+    fn object_graph<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        Some(PyBytes::new(py, &self.model.object_graph_bytes()?))
+    }
+
     /// Every signature as `(name, method_name, inputs, outputs)`, specs sorted by key.
     fn signatures(&self) -> Vec<(String, String, Vec<SpecTuple>, Vec<SpecTuple>)> {
         self.model

@@ -174,6 +174,15 @@ impl Model {
         &self.meta_graph
     }
 
+    /// The MetaGraphDef's SavedObjectGraph, serialized (None when it has none): what a caller
+    /// in another language reads of the model's structure, without parsing the file again.
+    pub fn object_graph_bytes(&self) -> Option<Vec<u8>> {
+        self.meta_graph
+            .object_graph_def
+            .as_ref()
+            .map(Message::encode_to_vec)
+    }
+
     /// The signatures, sorted by name (the init op's is not one).
     pub fn signatures(&self) -> &[Signature] {
         &self.signatures
