@@ -203,20 +203,30 @@ def _combine(padded: np.ndarray, axes: list[_Axis], ufunc: np.ufunc) -> np.ndarr
     return out
 
 
-@kernel("MaxPool3D")
-def max_pool3d(input, *, ksize, strides, padding: str, data_format: str = "NDHWC",
-               **_) -> tuple[np.ndarray]:
-    """NaN elements are skipped and the result is at least the dtype's lowest value, as in
-    TensorFlow's MaxPool."""
-    op = "MaxPool3D"
+def _pool_input(op: str, input, ksize, strides, padding: str, data_format: str):
+    """What both 3-D pools start from: the input channels-last, its window axes, the layout,
+    and the (empty) result when there is nothing to pool, else None."""
     channels_first = _layout(data_format, op)
     _check_rank(input, "input", op)
     x = _to_last(input, channels_first)
     axes = _pool_axes(op, x, ksize, strides, padding, channels_first)
     outs = tuple(a.out for a in axes)
     n, c = x.shape[0], x.shape[4]
+    empty = None
     if min(n, c, *outs) == 0:
-        return (_from_last(np.zeros((n, *outs, c), x.dtype), channels_first),)
+        empty = _from_last(np.zeros((n, *outs, c), x.dtype), channels_first)
+    return x, axes, channels_first, empty
+
+
+@kernel("MaxPool3D")
+def max_pool3d(input, *, ksize, strides, padding: str, data_format: str = "NDHWC",
+               **_) -> tuple[np.ndarray]:
+    """NaN elements are skipped and the result is at least the dtype's lowest value, as in
+    TensorFlow's MaxPool."""
+    op = "MaxPool3D"
+    x, axes, channels_first, empty = _pool_input(op, input, ksize, strides, padding, data_format)
+    if empty is not None:
+        return (empty,)
     dtype = _compute_dtype(x.dtype)
     lowest = _cached_lowest(x.dtype)
     y = _combine(_pad(x.astype(dtype, copy=False), axes, lowest), axes, np.fmax)
@@ -229,14 +239,9 @@ def avg_pool3d(input, *, ksize, strides, padding: str, data_format: str = "NDHWC
                **_) -> tuple[np.ndarray]:
     """The mean of each window's input elements; padding is not counted."""
     op = "AvgPool3D"
-    channels_first = _layout(data_format, op)
-    _check_rank(input, "input", op)
-    x = _to_last(input, channels_first)
-    axes = _pool_axes(op, x, ksize, strides, padding, channels_first)
-    outs = tuple(a.out for a in axes)
-    n, c = x.shape[0], x.shape[4]
-    if min(n, c, *outs) == 0:
-        return (_from_last(np.zeros((n, *outs, c), x.dtype), channels_first),)
+    x, axes, channels_first, empty = _pool_input(op, input, ksize, strides, padding, data_format)
+    if empty is not None:
+        return (empty,)
     dtype = _compute_dtype(x.dtype)
     total = _combine(_pad(x.astype(dtype, copy=False), axes), axes, np.add)
     counts = np.ones((1,) * 5, dtype)
