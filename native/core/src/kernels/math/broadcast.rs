@@ -67,14 +67,33 @@ fn is_trailing_block(shape: &[usize], out: &[usize]) -> bool {
     !kept.is_empty() && out.ends_with(kept)
 }
 
-/// `f(big, small)` with `small` repeated over `big` block by block.
+/// `f(big, small)` with `small` repeated over `big` block by block. A short `small` (a
+/// per-channel scale over 8 channels) is first repeated into a pattern of at least
+/// `PATTERN_MIN` elements, so that each pass of the loop is long enough to vectorize instead
+/// of paying its setup every few elements.
 fn tiled<A: Copy, B: Copy, O>(big: &[A], small: &[B], f: impl Fn(A, B) -> O) -> Vec<O> {
     let mut out = Vec::with_capacity(big.len());
-    for block in big.chunks_exact(small.len()) {
-        out.extend(block.iter().zip(small).map(|(&x, &y)| f(x, y)));
+    if small.is_empty() {
+        return out;
+    }
+    let repeated: Vec<B>;
+    let pattern = if small.len() >= PATTERN_MIN {
+        small
+    } else {
+        let len = small.len() * PATTERN_MIN.div_ceil(small.len());
+        repeated = small.iter().copied().cycle().take(len).collect();
+        &repeated
+    };
+    // `big` holds whole blocks of `small`, so every chunk (the last included) starts at the
+    // pattern's start.
+    for block in big.chunks(pattern.len()) {
+        out.extend(block.iter().zip(pattern).map(|(&x, &y)| f(x, y)));
     }
     out
 }
+
+/// The shortest repeating pattern [`tiled`] runs over.
+const PATTERN_MIN: usize = 256;
 
 /// The general case: one output row (last axis) at a time, each operand either running along
 /// the row or repeating one element.

@@ -3,17 +3,18 @@
 //! into a patch matrix (bounded size, one buffer per worker) and multiplies it by the filter,
 //! tiles spread over rayon's threads when the work is large. Grouped convolutions (input
 //! channels a multiple of the filter's) multiply each group's channels by its filter columns;
-//! one input channel per group is the depthwise kernel's work. NCHW is transposed in and out.
+//! one input channel per group is the depthwise kernel's work, and a float32 layer with few
+//! input and output channels the direct kernel's (narrow.rs). NCHW is transposed in and out.
 
 use rayon::prelude::*;
 
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
-use crate::kernels::nn::depthwise;
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{f32_values, run_num, zeros, Num, NumOp};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
+use crate::kernels::nn::{depthwise, narrow};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
 
@@ -203,6 +204,8 @@ pub fn convolve<T: Num>(
     if g.gi == 1 && g.groups > 1 {
         let multiplier = g.o / g.groups;
         depthwise::direct(g, multiplier, x, filter, &mut out, epilogue);
+    } else if narrow::applies(g) && narrow::convolve(g, x, filter, &mut out, epilogue) {
+        return Ok(out);
     } else {
         tiled_product(g, x, filter, &mut out, epilogue)?;
     }
@@ -456,6 +459,34 @@ mod tests {
             for (a, b) in got.iter().zip(&want) {
                 assert!((a - b).abs() < 1e-9, "{xs:?} {fs:?}: {a} vs {b}");
             }
+        }
+    }
+
+    #[test]
+    fn direct_kernel_for_few_channels_matches_the_definition() {
+        let cases: [(&[usize], &[usize], Padding, usize); 4] = [
+            (&[2, 9, 11, 1], &[3, 3, 1, 8], Padding::Valid, 1),
+            (&[1, 12, 10, 3], &[3, 3, 3, 16], Padding::Same, 2),
+            (&[2, 7, 8, 2], &[5, 3, 2, 32], Padding::Same, 1),
+            (&[1, 10, 9, 4], &[2, 2, 4, 24], Padding::Valid, 3),
+        ];
+        for (xs, fs, padding, stride) in cases {
+            let (x, f) = (tensor(xs, 1), tensor(fs, 2));
+            let spec = spec(padding, stride);
+            let want = reference(&spec, &x, &f);
+            let g = geometry(&spec, &x, &f).unwrap();
+            assert!(narrow::applies(&g), "{xs:?} {fs:?}");
+            let single = |t: &Tensor| -> Vec<f32> {
+                t.values::<f64>()
+                    .unwrap()
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect()
+            };
+            let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
+            // Eighths times eighths, summed over at most 30 taps: exact in float32.
+            let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
+            assert_eq!(got, want, "{xs:?} {fs:?}");
         }
     }
 

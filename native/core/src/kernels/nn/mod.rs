@@ -21,6 +21,7 @@ mod einsum;
 mod gemm;
 mod layout;
 mod matmul;
+mod narrow;
 mod num;
 mod pool;
 mod window;

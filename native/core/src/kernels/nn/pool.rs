@@ -233,6 +233,21 @@ impl Call<'_> {
         x: &[T],
         pixel: impl Fn(&[T], usize, usize, &mut [T]) + Sync,
     ) -> Vec<T> {
+        let oc = self.g.out[3];
+        self.each_row(x, |x, r, row| {
+            for (ox, acc) in row.chunks_exact_mut(oc).enumerate() {
+                pixel(x, r, ox, acc);
+            }
+        })
+    }
+
+    /// Runs `fill` for every output row (image·oh + oy, NHWC) over the NHWC input, in and out
+    /// of NCHW.
+    fn each_row<T: Copy + Default + Send + Sync>(
+        &self,
+        x: &[T],
+        fill: impl Fn(&[T], usize, &mut [T]) + Sync,
+    ) -> Vec<T> {
         let g = &self.g;
         let transposed;
         let x = if self.pool.spec.channels_first {
@@ -245,11 +260,7 @@ impl Call<'_> {
         let mut out = vec![T::default(); g.out.iter().product()];
         let row_len = ow * oc;
         if row_len > 0 {
-            let body = |(r, row): (usize, &mut [T])| {
-                for (ox, acc) in row.chunks_exact_mut(oc).enumerate() {
-                    pixel(x, r, ox, acc);
-                }
-            };
+            let body = |(r, row): (usize, &mut [T])| fill(x, r, row);
             let [kh, kw] = self.pool.window;
             if out.len().saturating_mul(kh * kw) >= PARALLEL_WORK && out.len() > row_len {
                 out.par_chunks_mut(row_len).enumerate().for_each(body);
@@ -261,6 +272,39 @@ impl Call<'_> {
             to_nchw(&out, g.out)
         } else {
             out
+        }
+    }
+
+    /// Output row `r` (image·oh + oy) of a spatial max pool, tap by tap: for each kernel row
+    /// and column, the maximum with the input pixels it covers along the whole row, without
+    /// working out each pixel's window.
+    fn max_row<T: Real>(&self, x: &[T], r: usize, row: &mut [T]) {
+        let [_, h, w, c] = self.g.input;
+        let [rows, cols] = self.g.axes;
+        let oh = rows.out.max(1);
+        let (image, oy) = (r / oh, r % oh);
+        row.fill(T::LOWEST);
+        for i in rows.taps(oy, h) {
+            let ih = oy * rows.stride + i - rows.before;
+            let Some(line) = x.get((image * h + ih) * w * c..(image * h + ih + 1) * w * c) else {
+                continue;
+            };
+            for j in 0..cols.window {
+                for ox in cols.valid(j, w) {
+                    let iw = ox * cols.stride + j - cols.before;
+                    let (Some(acc), Some(pixel)) = (
+                        row.get_mut(ox * c..(ox + 1) * c),
+                        line.get(iw * c..(iw + 1) * c),
+                    ) else {
+                        continue;
+                    };
+                    // A select rather than a conditional store, so the loop vectorizes (NaN
+                    // is still never taken).
+                    for (a, &v) in acc.iter_mut().zip(pixel) {
+                        *a = if v > *a { v } else { *a };
+                    }
+                }
+            }
         }
     }
 
@@ -286,6 +330,9 @@ impl RealOp for Call<'_> {
             return Err(fail("MaxPool takes 1 input"));
         };
         let depth = self.pool.depth;
+        if depth == 1 {
+            return Ok(self.each_row(x, |x, r, row| self.max_row(x, r, row)));
+        }
         Ok(self.each_pixel(x, |x, r, ox, acc| {
             acc.fill(T::LOWEST);
             for pixel in self.window(x, r, ox) {
