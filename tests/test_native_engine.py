@@ -114,6 +114,28 @@ def test_both_engines_agree_on_random_inputs(model_dir, seed, batch):
         _assert_close(fast.signatures[name](**feeds), want, f"{model_dir.name}:{name}")
 
 
+def test_models_load_and_run_on_threads_that_come_and_go():
+    # A server loads each new version on a fresh thread after the last one exited; the
+    # module's allocator once crashed the process there (so: in a child process).
+    code = """if True:
+        import threading
+        import numpy as np
+        from savedmodel.runtime import load
+        models = []
+        for _ in range(4):
+            thread = threading.Thread(target=lambda: models.append(load(PATH, engine="native")))
+            thread.start()
+            thread.join()
+        for model in models:
+            threading.Thread(target=model.signatures["serving_default"],
+                             kwargs={"image": np.zeros((2, 28, 28, 1), np.float32)}).start()
+        print(len(models))
+    """.replace("PATH", repr(str(DATA / "reference" / "savedmodels" / "keras_cnn")))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["4"]
+
+
 def test_object_graph_functions_run_natively_and_share_variables():
     seeds = DATA / "reference" / "savedmodels" / "seeds"
     fast, reference = load(seeds, engine="native"), load(seeds, engine="numpy")
