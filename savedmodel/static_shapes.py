@@ -39,28 +39,24 @@ Keras path (`sequential/dense/kernel`), `trainable`, and with the checkpoint's o
 their checkpoint key. TensorFlow 1 graphs take `trainable` from the `trainable_variables`
 collection.
 
-Layers are name scopes. Inside a function body, a node named `model/layer/op...` belongs to
-the layer `model/layer` when all scoped names of that body share the first component
-`model` (the Keras model's scope), otherwise to its first component (`dense/MatMul` ->
-`dense`). Nodes of a function called from a layer belong to that layer; unscoped nodes
-(`Identity`, `NoOp`) to none. A layer's display name is the Keras layer name of the
-variables it reads (`sequential/conv2d/kernel` -> `conv2d`), else its last scope component.
+Layers are Keras name scopes followed through calls (savedmodel.layer_groups says how);
+the data classes are savedmodel.model_structure's.
 """
 from __future__ import annotations
 
 import heapq
-import re
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from savedmodel import op_defs as authoring_op_defs
 from savedmodel import shape_inference
-from savedmodel.protos import (meta_graph_pb2, node_def_pb2, op_def_pb2, trackable_object_graph_pb2,
-                              variable_pb2)
-from savedmodel.runtime import dtypes, registry
+from savedmodel.layer_groups import group_layers
+from savedmodel.model_structure import (SEPARATOR, Layer, ModelStructure, Node, Output, Port, Shape,
+                                        Variable)
+from savedmodel.protos import meta_graph_pb2, op_def_pb2, trackable_object_graph_pb2, variable_pb2
+from savedmodel.runtime import registry
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.errors import SavedModelError
 from savedmodel.runtime.plan import arg_length
@@ -73,9 +69,9 @@ from savedmodel.views.body import CALL_LABEL, Body, Library, Ref
 from savedmodel.views.select import choose_meta_graph, select
 from savedmodel.views.values import dtype_name
 
-Shape = tuple[int | None, ...]
-SEPARATOR = "::"
-"""Joins the call nodes on a node's path to its name (TensorFlow node names never hold `:`)."""
+__all__ = ["SEPARATOR", "Layer", "ModelStructure", "Node", "Output", "Port", "Shape", "Variable",
+           "analyze", "analyze_meta_graph"]
+
 FOLD_LIMIT = 1024
 """Constant tensors larger than this many elements are not computed (shape arithmetic is small)."""
 WHILE_PASSES = 3
@@ -104,107 +100,6 @@ _CASES = frozenset({"Case", "StatelessCase"})
 _WHILES = frozenset({"While", "StatelessWhile"})
 
 
-@dataclass(frozen=True)
-class Output:
-    """One output tensor: dtype name (`float32`, `resource`, ...) and static shape (a tuple
-    with None for unknown dimensions, or None for an unknown rank)."""
-
-    dtype: str
-    shape: Shape | None
-
-
-@dataclass(frozen=True)
-class Port:
-    """A signature input or output: its key, the tensor it is (node path, output index), and
-    that tensor's static dtype and shape."""
-
-    key: str
-    ref: tuple[str, int] | None
-    output: Output
-
-
-@dataclass
-class Variable:
-    """A variable the graph reads. `key` is the path of the node that creates its handle;
-    `name` its Keras path or variable name (`sequential/dense/kernel`); `trainable` None when
-    the files do not say; `checkpoint_key` the key of its value in variables/variables, when
-    known; `object_id` its node in the SavedObjectGraph."""
-
-    key: str
-    name: str
-    dtype: str
-    shape: Shape | None
-    trainable: bool | None = None
-    checkpoint_key: str | None = None
-    object_id: int | None = None
-
-    @property
-    def elements(self) -> int | None:
-        if self.shape is None or None in self.shape:
-            return None
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def bytes(self) -> int | None:
-        """Bytes of its value (None for strings and unknown shapes)."""
-        try:
-            itemsize = dtypes.from_name(self.dtype).itemsize
-        except dtypes.UnknownDTypeError:
-            return None
-        return None if not itemsize or self.elements is None else itemsize * self.elements
-
-
-@dataclass(frozen=True)
-class Node:
-    """One node as the signature runs it (see the module docstring)."""
-
-    path: str
-    name: str
-    op: str
-    function: str
-    inputs: tuple[tuple[str, int], ...]
-    outputs: tuple[Output, ...]
-    variables: tuple[str, ...]
-    attrs: node_def_pb2.NodeDef = field(repr=False, compare=False)
-    layer: str | None = None
-
-    @property
-    def scope(self) -> str:
-        return self.name.rpartition("/")[0]
-
-
-@dataclass
-class Layer:
-    """Nodes grouped by name scope. `key` is unique (the call path plus the scope); `outputs`
-    are the (node path, index) tensors that nodes outside the layer read (or the signature
-    returns); `variables` the keys of the variables its nodes read, in first-read order."""
-
-    key: str
-    name: str
-    scope: str
-    nodes: list[str] = field(default_factory=list)
-    variables: list[str] = field(default_factory=list)
-    outputs: list[tuple[str, int]] = field(default_factory=list)
-
-
-@dataclass
-class ModelStructure:
-    """What `analyze` returns. `nodes` are in an order where producers come first."""
-
-    name: str
-    inputs: tuple[Port, ...]
-    outputs: tuple[Port, ...]
-    nodes: dict[str, Node]
-    layers: dict[str, Layer]
-    variables: dict[str, Variable]
-
-    def output(self, ref: tuple[str, int]) -> Output | None:
-        node = self.nodes.get(ref[0])
-        if node is None or ref[1] >= len(node.outputs):
-            return None
-        return node.outputs[ref[1]]
-
-
 def analyze(path: str | Path, *, signature: str | None = None, tags: set[str] | None = None,
             whole_graph: bool = False, recorded_shapes: bool = True) -> ModelStructure:
     """The structure of the SavedModel directory or GraphDef file at `path`: of `signature`
@@ -231,7 +126,9 @@ def analyze_meta_graph(meta_graph: meta_graph_pb2.MetaGraphDef, *, signature: st
     inputs = tuple(_port(p, values) for p in body.inputs)
     outputs = tuple(_port(p, values) for p in body.outputs)
     walker.mark_trainable_collection()
-    layers = _group_layers(walker, [o.ref for o in outputs if o.ref is not None])
+    layers = group_layers(walker.nodes, walker.variables, walker.callers,
+                          lambda node: bool(library.callees(node.attrs)),
+                          [o.ref for o in outputs if o.ref is not None])
     return ModelStructure(body.name, inputs, outputs, walker.nodes, layers, walker.variables)
 
 
@@ -731,158 +628,3 @@ def _partial_reshape(shape: TensorShape, target: tuple) -> TensorShape:
             if denominator and tail % denominator == 0:
                 return TensorShape(tail // denominator if d == -1 else d for d in target)
     return TensorShape(None if d == -1 else d for d in target)
-
-
-def _group_layers(walker: _Walker, returned: list[tuple[str, int]]) -> dict[str, Layer]:
-    """Assign every node to a layer (see the module docstring) and describe the layers."""
-    roots = _scope_roots(walker.nodes.values())
-    layers: dict[str, Layer] = {}
-    for path, node in list(walker.nodes.items()):
-        prefix = path[:len(path) - len(node.name)]
-        key = _layer_key(node, prefix, roots.get(prefix), walker)
-        if key is None:
-            continue
-        walker.nodes[path] = node = replace(node, layer=key)
-        layer = layers.get(key)
-        if layer is None:
-            layer = layers[key] = Layer(key, "", key[len(_call_prefix(key)):])
-        layer.nodes.append(path)
-        if node.op not in _CALL_OPS and not walker.library.callees(node.attrs):
-            layer.variables += [v for v in node.variables if v not in layer.variables]
-    for key in [k for k, layer in layers.items() if all(
-            walker.nodes[p].op in _VARIABLE_OPS for p in layer.nodes)]:
-        for path in layers.pop(key).nodes:
-            walker.nodes[path] = replace(walker.nodes[path], layer=None)
-    _name_layers(layers, walker.variables)
-    _layer_outputs(walker.nodes, layers, returned)
-    return _in_data_order(walker.nodes, layers)
-
-
-def _in_data_order(nodes: dict[str, Node], layers: dict[str, Layer]) -> dict[str, Layer]:
-    """Layers in the order data reaches them: by their first node that depends on a fed
-    input (reading weights and building constants happens in any order)."""
-    fed: set[str] = set()
-    first: dict[str, int] = {}
-    for position, node in enumerate(nodes.values()):
-        if node.op in ("Placeholder", "PlaceholderWithDefault") or any(r[0] in fed for r in node.inputs):
-            fed.add(node.path)
-            if node.layer is not None:
-                first.setdefault(node.layer, position)
-    order = sorted(layers, key=lambda k: first.get(k, len(nodes)))
-    return {key: layers[key] for key in order}
-
-
-_VARIABLE_OPS = _TF1_VARIABLES | {"VarHandleOp"}
-
-
-_CALL_OPS = _CALLS | _IFS | _CASES | _WHILES
-
-
-def _scope_roots(nodes) -> dict[str, str | None]:
-    """Per body (path prefix): the scope every scoped node is in (`model`, or in a frozen
-    graph `StatefulPartitionedCall/model`), as long as some node is nested two levels
-    below it (`model/layer/op`). Names made by TensorFlow's function inliner (`Func/...`)
-    are left out."""
-    names: dict[str, list[list[str]]] = {}
-    for node in nodes:
-        if "/" in node.name and not node.name.startswith(_INLINER_SCOPE):
-            prefix = node.path[:len(node.path) - len(node.name)]
-            names.setdefault(prefix, []).append(node.name.split("/"))
-    return {prefix: _shared_scope(parts) for prefix, parts in names.items()}
-
-
-_INLINER_SCOPE = "Func/"
-
-
-def _shared_scope(names: list[list[str]]) -> str | None:
-    root: list[str] = []
-    while True:
-        scoped = [n for n in names if len(n) > len(root) + 1]
-        firsts = {n[len(root)] for n in scoped}
-        if len(firsts) != 1 or not any(len(n) > len(root) + 2 for n in scoped):
-            return "/".join(root) or None
-        root.append(firsts.pop())
-        names = scoped
-
-
-def _layer_key(node: Node, prefix: str, root: str | None, walker: _Walker) -> str | None:
-    caller = walker.callers.get(prefix)
-    if caller is not None and walker.nodes[caller].layer is not None:
-        return walker.nodes[caller].layer
-    if node.name.startswith(_INLINER_SCOPE):
-        return None
-    parts = node.name.split("/")
-    if root is not None:
-        depth = root.count("/") + 1
-        if node.name.startswith(root + "/"):
-            return prefix + "/".join(parts[:depth + 1]) if len(parts) > depth + 1 else None
-        if parts[0] == root.split("/")[0]:
-            return None
-    if len(parts) >= 2:
-        return prefix + parts[0]
-    return None
-
-
-def _call_prefix(key: str) -> str:
-    head, separator, _ = key.rpartition(SEPARATOR)
-    return head + separator
-
-
-def _name_layers(layers: dict[str, Layer], variables: dict[str, Variable]) -> None:
-    """Keras names: from the variables a layer reads; for the others, their scope less the
-    `_N` suffix TensorFlow added to every scope of the same body whose name is known."""
-    suffixed: dict[str, list[bool]] = {}
-    for layer in layers.values():
-        scope = layer.scope.rpartition("/")[2]
-        layer.name = _variables_owner(layer, variables) or ""
-        if layer.name:
-            suffixed.setdefault(_call_prefix(layer.key), []).append(
-                re.fullmatch(re.escape(layer.name) + r"_\d+", scope) is not None)
-    for layer in layers.values():
-        if layer.name:
-            continue
-        scope = layer.scope.rpartition("/")[2]
-        votes = suffixed.get(_call_prefix(layer.key), [])
-        layer.name = re.sub(r"_\d+$", "", scope) if votes and all(votes) else scope
-
-
-def _variables_owner(layer: Layer, variables: dict[str, Variable]) -> str | None:
-    """The Keras layer owning the variables a layer reads: of the components their paths
-    share (`model/lstm/lstm_cell`), the deepest the scope is named after (`lstm_1` ->
-    `lstm`), else the deepest."""
-    paths = [variables[v].name.split("/")[:-1] for v in layer.variables]
-    paths = [p for p in paths if p]
-    if not paths:
-        return None
-    shared = []
-    for parts in zip(*paths):
-        if len(set(parts)) > 1:
-            break
-        shared.append(parts[0])
-    if not shared:
-        return Counter(p[-1] for p in paths).most_common(1)[0][0]
-    scope = layer.scope.rpartition("/")[2]
-    for name in reversed(shared):
-        if scope == name or re.fullmatch(re.escape(name) + r"_\d+", scope):
-            return name
-    return shared[-1]
-
-
-def _layer_outputs(nodes: dict[str, Node], layers: dict[str, Layer],
-                   returned: list[tuple[str, int]]) -> None:
-    """A layer's outputs: its tensors read outside it. Values passed through a call's
-    arguments and results are followed to the real producers."""
-    for node in nodes.values():
-        for ref in node.inputs:
-            producer = nodes.get(ref[0])
-            if producer is None or producer.layer is None or producer.layer == node.layer:
-                continue
-            if producer.op in _CALL_OPS or ref[1] >= len(producer.outputs):
-                continue
-            outputs = layers[producer.layer].outputs
-            if ref not in outputs and producer.outputs[ref[1]].dtype != "resource":
-                outputs.append(ref)
-    for ref in returned:
-        producer = nodes.get(ref[0])
-        if producer is not None and producer.layer is not None and ref not in layers[producer.layer].outputs:
-            layers[producer.layer].outputs.append(ref)
