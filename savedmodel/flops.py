@@ -14,7 +14,8 @@ The convention is TensorFlow's profiler's (`tf.compat.v1.profiler` with
 TensorFlow counts nothing else (activations such as Relu, batch normalization, gathers and
 copies are free). We count the same ops the same way, and also Einsum (2 per multiply-add of
 its contraction), which the profiler skips. An unknown first dimension (the batch) counts as 1;
-any other unknown dimension makes the node's count unknown (None).
+any other unknown dimension makes the node's count unknown (None). A node in a loop body
+counts once, not once per iteration (the number of iterations is only known at run time).
 """
 from __future__ import annotations
 
@@ -60,7 +61,10 @@ def node_flops(node: Node, structure: ModelStructure) -> int | None:
         reduce, finalize = _REDUCTIONS[node.op]
         size, out = (elements(inputs[0]) if inputs else None), elements(output)
         return None if size is None or out is None else size * reduce + out * (finalize - reduce)
-    return _SPECIAL[node.op](node, inputs, output)
+    try:
+        return _SPECIAL[node.op](node, inputs, output)
+    except ArithmeticError:  # a stride of 0 in a graph that could never run
+        return None
 
 
 def _shape(structure: ModelStructure, ref: tuple[str, int]) -> Shape:

@@ -350,8 +350,8 @@ class _Walker:
         else:
             try:
                 shapes = shape_inference.infer(node.op, inputs, attrs, count)
-            except (shape_inference.ShapeError, ValueError, TypeError, IndexError, KeyError):
-                shapes = [_UNKNOWN] * count
+            except Exception:  # noqa: BLE001 - attrs no graph could run with (a stride of 0,
+                shapes = [_UNKNOWN] * count  # a shape [2] plus [3]): its shapes are unknown
         if self._defined(node.op):
             shapes = list(shapes)[:count]
         shapes = list(shapes) + [_UNKNOWN] * (count - len(shapes))
