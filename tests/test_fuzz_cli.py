@@ -81,7 +81,7 @@ def test_run_damaged_numpy_files(tmp_path_factory, header, body, kind):
 
 
 @FUZZ
-@given(command=st.sampled_from(["show", "graph", "ops"]),
+@given(command=st.sampled_from(["show", "graph", "ops", "summary"]),
        option=st.sampled_from(["--signature-def", "--tag-set", "--function"]),
        value=st.text(max_size=30))
 def test_inspection_options(command, option, value):
