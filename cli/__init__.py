@@ -14,6 +14,7 @@ from savedmodel.cli.graph import graph
 from savedmodel.cli.inspect_commands import ckpt, diff, ops
 from savedmodel.cli.run_commands import compare, run
 from savedmodel.cli.show import show
+from savedmodel.cli.view import view
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,5 +31,5 @@ def main() -> None:
     """
 
 
-for command in (demo, show, run, graph, ops, ckpt, diff, compare):
+for command in (demo, show, run, graph, ops, ckpt, diff, compare, view):
     main.add_command(command)

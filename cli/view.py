@@ -1,0 +1,35 @@
+"""`savedmodel view`: an interactive HTML viewer of a model (savedmodel.views.viewer_page)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from savedmodel.cli.errors import reports_errors
+from savedmodel.cli.show import size_text
+from savedmodel.views.viewer_page import write_view
+
+
+@click.command()
+@click.argument("export_dir", type=click.Path(path_type=Path))
+@click.option("--signature", "--signature-def", "--signature_def", "signature", metavar="KEY",
+              help="Show what this signature runs (default: serving_default if present, else the whole graph).")
+@click.option("--tag-set", "--tag_set", "tags", metavar="TAGS",
+              help="Comma-separated tag-set of the MetaGraphDef (default: the only one, else 'serve').")
+@click.option("--output", "-o", "output", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the page (default: NAME.html in the current directory, NAME the "
+                   "model's directory or file name).")
+@reports_errors
+def view(export_dir: Path, signature: str | None, tags: str | None, output: Path | None) -> None:
+    """Write an interactive viewer of the SavedModel in EXPORT_DIR (or of a GraphDef file) as
+    one self-contained HTML file: no network needed to open it.
+
+    Function calls are inlined and ops grouped into layers by name scope, shown collapsed (click
+    a layer to open it); edges carry tensor shapes; clicking a node shows its attrs, input and
+    output shapes and dtypes, and the statistics (min, max, mean, std) of the weights it reads,
+    computed now from the checkpoint. Zoom with the wheel, pan by dragging, search by name or op.
+    """
+    tag_set = {t.strip() for t in tags.split(",") if t.strip()} if tags is not None else None
+    output = output or Path(f"{export_dir.absolute().name.removesuffix('.pb').removesuffix('.pbtxt')}.html")
+    size = write_view(export_dir, output, signature=signature, tags=tag_set)
+    click.echo(f"wrote {output} ({size_text(size)})")
