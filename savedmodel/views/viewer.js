@@ -136,11 +136,13 @@
     viewport.setAttribute("transform", "translate(" + view.x + "," + view.y + ") scale(" + view.k + ")");
   }
 
-  function fit() {
+  // Scales the drawing to fit the window; at most down to `least` (the first view of a tall
+  // model starts at its top at a readable size instead of as a thin line).
+  function fit(least) {
     const box = svg.getBoundingClientRect();
     const k = Math.min(1.5, (box.width - 40) / doc.width, (box.height - 40) / doc.height);
-    view = { k: Math.max(k, 0.05), x: 0, y: 20 };
-    view.x = (box.width - doc.width * view.k) / 2;
+    view = { k: Math.max(k, least || 0.02), x: 0, y: 20 };
+    view.x = Math.max(20, (box.width - doc.width * view.k) / 2);
     applyView();
   }
 
@@ -161,6 +163,7 @@
 
   // Shows node `index`: opens its layer if needed, selects it, fills the panel.
   function reveal(index) {
+    document.getElementById("results").innerHTML = "";
     const layer = doc.nodes[index].layer;
     if (layer !== null && !open.has(layer)) open.add(layer);
     select(index);
@@ -282,7 +285,7 @@
     const first = document.querySelector("#results li");
     if (event.key === "Enter" && first) reveal(Number(first.dataset.node));
   });
-  document.getElementById("fit").addEventListener("click", fit);
+  document.getElementById("fit").addEventListener("click", function () { fit(); });
   document.getElementById("open-all").addEventListener("click", function () {
     doc.layers.forEach(function (_, i) { open.add(i); });
     render();
@@ -290,6 +293,6 @@
   document.getElementById("close-all").addEventListener("click", function () { open.clear(); render(); });
 
   render();
-  fit();
+  fit(0.6);
   document.body.dataset.ready = "1";
 })();
