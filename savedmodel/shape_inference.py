@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from savedmodel import nn_shapes
 from savedmodel.runtime.kernels.array import strided_slice
 from savedmodel.shapes import TensorShape, broadcast_shapes
 from savedmodel.tensor import GraphTensor
@@ -289,20 +290,35 @@ def _gather(inputs: Inputs, attrs: dict) -> list[TensorShape]:
 
 
 def _strided_slice(inputs: Inputs, attrs: dict) -> list[TensorShape]:
-    """The kernel itself, run on a stand-in array with no memory of its own, gives the shape."""
     shape = inputs[0].shape
     bounds = [constant_value(t) for t in inputs[1:]]
-    if not shape.is_fully_defined() or any(b is None for b in bounds):
+    if shape.rank is None or any(b is None for b in bounds):
         return [_partial_strided_slice(shape, inputs[1].shape, bounds[2], attrs)]
-    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape.as_tuple(),
-                                               (0,) * shape.rank)
+    if shape.is_fully_defined():
+        return [TensorShape(_sliced_shape(shape.as_tuple(), bounds, attrs))]
+    # Unknown dimensions: slice two stand-ins of different sizes there; what differs is unknown.
+    try:
+        first, second = (_sliced_shape(tuple(size if d is None else d for d in shape), bounds, attrs)
+                         for size in _STAND_IN_SIZES)
+    except ShapeError:
+        return [_partial_strided_slice(shape, inputs[1].shape, bounds[2], attrs)]
+    return [TensorShape(a if a == b else None for a, b in zip(first, second))]
+
+
+_STAND_IN_SIZES = (1_000_003, 1_000_033)
+"""Sizes standing in for unknown dimensions: larger than any constant bound in practice."""
+
+
+def _sliced_shape(dims: tuple[int, ...], bounds: list, attrs: dict) -> tuple[int, ...]:
+    """The kernel itself, run on a stand-in array with no memory of its own, gives the shape."""
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), dims, (0,) * len(dims))
     masks = {k: attrs.get(k, 0) for k in ("begin_mask", "end_mask", "ellipsis_mask",
                                           "new_axis_mask", "shrink_axis_mask")}
     try:
         (out,) = strided_slice(stand_in, *bounds, **masks)
     except Exception as err:  # the kernel's own message says what is out of bounds
         raise ShapeError(str(err)) from None
-    return [TensorShape(out.shape)]
+    return out.shape
 
 
 def _partial_strided_slice(shape: TensorShape, spec: TensorShape, strides: np.ndarray | None,
@@ -396,7 +412,7 @@ _FUNCTIONS: dict[str, ShapeFunction] = {
     **{op: _reduction for op in ("Mean", "Sum", "Max", "Min", "Prod", "All", "Any")},
     "ArgMax": _arg_reduction, "ArgMin": _arg_reduction,
     "MatMul": _matmul,
-    "BatchMatMulV2": _batch_matmul,
+    "BatchMatMulV2": _batch_matmul, "BatchMatMulV3": _batch_matmul, "BatchMatMul": _batch_matmul,
     "Reshape": _reshape,
     "ConcatV2": _concat,
     "StringJoin": _string_join,
@@ -423,3 +439,4 @@ _FUNCTIONS: dict[str, ShapeFunction] = {
     "TensorListGather": _list_gather,
     "TensorListConcatV2": _list_concat,
 }
+_FUNCTIONS.update({op: f for op, f in nn_shapes.FUNCTIONS.items() if op not in _FUNCTIONS})
