@@ -2,12 +2,14 @@
 shapes, attrs and weight statistics its side panel shows. `viewer_page` embeds it in one HTML
 file with the script (viewer.js) that draws it.
 
-What is drawn: every node of the signature with calls inlined (`flat_graph`), except the
-plumbing that would bury the model's ops: constants, variable handles and reads, and `NoOp`s.
-A node's constant and weight inputs are listed in its side panel instead, weights under their
-variable's name with min/max/mean/std. Nodes are grouped into layers by name scope; the page
-starts with every layer collapsed into one box, so a large model draws as a short chain of
-boxes, and each layer's inside is laid out separately so opening it needs no new layout.
+The nodes, their shapes, layers and variables are `static_shapes`'s: every node the signature
+runs, through function calls and control-flow bodies. What is drawn leaves out the plumbing that
+would bury the model's ops: constants, variable handles and reads, `NoOp`s, and call nodes
+whose bodies are drawn instead. A node's constant and weight inputs are listed in its side panel
+instead, weights under their variable's name (not the `unknown_N` argument of a wrapper
+function) with min/max/mean/std. The page starts with every layer collapsed into one box, so a
+large model draws as a short chain of boxes; each layer's inside is laid out on its own, so
+opening one needs no new layout (viewer.js inserts room for it).
 
 Document (JSON)::
 
@@ -19,26 +21,27 @@ Document (JSON)::
      "layers": [{"name", "type", "params": int, "nodes": [int], "x", "y", "w", "h",
                  "open_w", "open_h", "positions": {node: [x, y, w, h]}, "edges": [edge]}],
      "items": [{"layer": int} | {"node": int, "x", "y", "w", "h"}],   top-level boxes
-     "edges": [edge], "variables": [{"name", "dtype", "shape", "stats"?, "error"?}]}
+     "edges": [edge],
+     "variables": [{"name", "dtype", "shape", "elements": int, "stats"?: {"min", "max", "mean",
+                    "std"}, "error"?: str}]}
     edge = {"points": [[x, y]], "label": str}   label: the tensor's shape, `?` where unknown
 """
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
-from savedmodel.protos import meta_graph_pb2
-from savedmodel.views.flat_graph import SEPARATOR, FlatGraph, FlatNode, flatten
+from savedmodel.protos import attr_value_pb2
+from savedmodel.static_shapes import SEPARATOR, ModelStructure, Node, Output, Variable
 from savedmodel.views.jsonview import attr_json
 from savedmodel.views.layout import layered_layout
-from savedmodel.views.select import Selection
 from savedmodel.views.svg import elide
 from savedmodel.views.text import value_text
 from savedmodel.views.values import Shape
-from savedmodel.views.weights import WeightInfo, model_weights
+from savedmodel.views.weights import WeightStats, weight_stats
 
-HIDDEN_OPS = frozenset({"Const", "VarHandleOp", "ReadVariableOp", "NoOp"})
+HIDDEN_OPS = frozenset({"Const", "VarHandleOp", "VariableV2", "Variable", "ReadVariableOp", "NoOp"})
+CALL_OPS = frozenset({"StatefulPartitionedCall", "PartitionedCall"})
 RESHAPING_OPS = frozenset({"Reshape", "Squeeze", "ExpandDims", "Identity", "Cast", "Transpose"})
 """Ops that only reshape a weight: a layer is named for what it then does with it."""
 CHAR = 0.61
@@ -49,176 +52,130 @@ GAP_Y = 48.0
 """Rows are far enough apart for an edge's shape label."""
 
 
-@dataclass
-class _Item:
-    """A node as drawn: index into the document's nodes, its layer, its drawn producers."""
-
-    index: int
-    flat: FlatNode | None
-    layer: str | None
-
-
-def build_document(selection: Selection, meta_graph: meta_graph_pb2.MetaGraphDef,
-                   export_dir: Path | None, title: str) -> dict:
-    """The viewer document of a selection (a signature, usually) of `meta_graph`."""
-    graph = flatten(selection)
-    weights = model_weights(export_dir, meta_graph)
-    return _Builder(graph, weights, selection.body.name, title).document()
+def build_document(structure: ModelStructure, variables_prefix: Path | None, title: str) -> dict:
+    """The viewer document of a model's structure; weight statistics from the checkpoint at
+    `variables_prefix` (None: a GraphDef file, no weights)."""
+    stats = weight_stats(variables_prefix, list(structure.variables.values()))
+    return _Builder(structure, stats, title).document()
 
 
 class _Builder:
-    def __init__(self, graph: FlatGraph, weights: dict[str, WeightInfo], signature: str, title: str):
-        self.graph = graph
-        self.weights = weights
-        self.signature = signature
+    def __init__(self, structure: ModelStructure, stats: dict[str, WeightStats], title: str):
+        self.structure = structure
+        self.stats = stats
         self.title = title
-        self.variables: list[WeightInfo] = []
+        self.variables: list[dict] = []
         self.variable_index: dict[str, int] = {}
         self.nodes: list[dict] = []
         self.index: dict[str, int] = {}
-        self.scope_root = _dominant_root(graph)
+        called = {path.rpartition(SEPARATOR)[0] for path in structure.nodes if SEPARATOR in path}
+        self.shown = [n for n in structure.nodes.values()
+                      if n.op not in HIDDEN_OPS and not (n.path in called and n.op not in _KEPT_CALLERS)]
 
     def document(self) -> dict:
-        visible = [n for n in self.graph.nodes.values() if n.op not in HIDDEN_OPS]
-        for flat in visible:
-            self.index[flat.path] = len(self.nodes)
-            self.nodes.append(self._node(flat))
+        layer_keys = {}
+        for node in self.shown:
+            self.index[node.path] = len(self.nodes)
+            self.nodes.append(self._node(node))
+            if node.layer is not None:
+                layer_keys.setdefault(node.layer, []).append(self.index[node.path])
         outputs = []
-        for key, source in self.graph.outputs:
-            outputs.append((len(self.nodes), source))
-            self.nodes.append({"name": key, "path": key, "op": "output", "label": key, "kind": "output", "layer": None,
-                               "attrs": [], "inputs": [self._input(source)],
+        for port in self.structure.outputs:
+            outputs.append((len(self.nodes), port.ref))
+            self.nodes.append({"name": port.key, "path": port.key, "op": "output", "label": port.key,
+                               "kind": "output", "layer": None, "attrs": [],
+                               "inputs": [self._input(port.ref)] if port.ref else [],
                                "outputs": [], "variables": []})
-        edges = self._edges(visible, outputs)
-        layers = self._layers()
-        document = {"title": self.title, "signature": self.signature, "nodes": self.nodes}
-        document.update(_lay_out(self.nodes, layers, edges))
-        document["variables"] = [_variable(v) for v in self.variables]
+        layers = self._layers(layer_keys)
+        document = {"title": self.title, "signature": self.structure.name, "nodes": self.nodes}
+        document.update(_lay_out(self.nodes, layers, self._edges(outputs)))
+        document["variables"] = self.variables
         return document
 
-    def _node(self, flat: FlatNode) -> dict:
-        variables = [self._variable(h) for h in self._handles(flat)]
-        kind = "input" if flat.op == "Placeholder" else "op"
-        label = flat.name.rsplit("/", 1)[-1]
-        return {"name": flat.name, "path": flat.path.replace(SEPARATOR, "/"), "op": flat.op,
-                "label": "" if label == flat.op else elide(label, MAX_LABEL), "kind": kind,
-                "layer": self._scope(flat),
-                "attrs": [[k, _attr_text(flat.node.attr[k])] for k in sorted(flat.node.attr) if not k.startswith("_")],
-                "inputs": [self._input(source) for source in flat.inputs],
-                "outputs": [_tensor(dtype, shape) for dtype, shape in flat.outputs],
-                "variables": variables}
+    def _node(self, node: Node) -> dict:
+        reads = list(node.variables)
+        for path, _ in node.inputs:
+            producer = self.structure.nodes.get(path)
+            if producer is not None and producer.op in HIDDEN_OPS:
+                reads += producer.variables
+        label = node.name.rsplit("/", 1)[-1]
+        return {"name": node.name, "path": _display(node.path), "op": node.op,
+                "label": "" if label == node.op else elide(label, MAX_LABEL),
+                "kind": "input" if node.op in ("Placeholder", "PlaceholderWithDefault") else "op",
+                "layer": node.layer, "attrs": _attrs(node.attrs.attr),
+                "inputs": [self._input(ref) for ref in node.inputs],
+                "outputs": [_tensor(o) for o in node.outputs],
+                "variables": [self._variable(key) for key in dict.fromkeys(reads)]}
 
-    def _input(self, source: tuple[str, int]) -> dict:
-        """An input as the panel lists it: its variable's name when it reads one, else the
-        producer (`name:index` past the first output)."""
-        path, index = source
-        producer = self.graph.nodes.get(path)
-        handle = self._handle_of(producer)
-        if handle is not None and handle in self.weights:
-            info = self.weights[handle]
-            return {"source": info.name, **_tensor(info.dtype, info.shape)}
-        name = (producer.name if producer is not None else path) + (f":{index}" if index else "")
-        if producer is None or index >= len(producer.outputs):
-            return {"source": name, "dtype": "?", "shape": None}
-        return {"source": name, **_tensor(*producer.outputs[index])}
+    def _input(self, ref: tuple[str, int]) -> dict:
+        """An input as the panel lists it: its variable's name when it is a weight, else
+        its producer's name (`name:index` past the first output)."""
+        producer = self.structure.nodes.get(ref[0])
+        output = self.structure.output(ref) or Output("?", None)
+        if producer is not None and producer.op in HIDDEN_OPS and len(producer.variables) == 1:
+            return {"source": self.structure.variables[producer.variables[0]].name, **_tensor(output)}
+        name = producer.name if producer is not None else _display(ref[0])
+        return {"source": name + (f":{ref[1]}" if ref[1] else ""), **_tensor(output)}
 
-    def _handle_of(self, producer: FlatNode | None) -> str | None:
-        """The VarHandleOp a producer is, or reads through ReadVariableOp."""
-        if producer is None:
-            return None
-        if producer.op == "ReadVariableOp" and producer.inputs:
-            producer = self.graph.nodes.get(producer.inputs[0][0])
-        return producer.path if producer is not None and producer.op == "VarHandleOp" else None
+    def _variable(self, key: str) -> int:
+        if key not in self.variable_index:
+            self.variable_index[key] = len(self.variables)
+            self.variables.append(_variable(self.structure.variables[key], self.stats.get(key)))
+        return self.variable_index[key]
 
-    def _handles(self, flat: FlatNode) -> list[str]:
-        found = [self._handle_of(self.graph.nodes.get(path)) for path, _ in flat.inputs]
-        return list(dict.fromkeys(h for h in found if h is not None and h in self.weights))
-
-    def _variable(self, handle: str) -> int:
-        if handle not in self.variable_index:
-            self.variable_index[handle] = len(self.variables)
-            self.variables.append(self.weights[handle])
-        return self.variable_index[handle]
-
-    def _scope(self, flat: FlatNode) -> str | None:
-        """The layer a node belongs to: its name scope below the model's own (Keras names ops
-        `model/layer/op`), or its first scope when the graph has no common root."""
-        parts = flat.name.split("/")
-        depth = 2 if self.scope_root is not None and parts[0] == self.scope_root else 1
-        if len(parts) <= depth or flat.op == "Placeholder":
-            return None
-        return "/".join(parts[:depth])
-
-    def _edges(self, visible: list[FlatNode], outputs: list[tuple[int, tuple[str, int]]]) -> list[tuple[int, int, str]]:
+    def _edges(self, outputs: list[tuple[int, tuple[str, int] | None]]) -> list[tuple[int, int, str]]:
         edges = []
-        for flat in visible:
-            for path, index in flat.inputs:
-                if path in self.index:
-                    edges.append((self.index[path], self.index[flat.path], self._label(path, index)))
-        for target, (path, index) in outputs:
-            if path in self.index:
-                edges.append((self.index[path], target, self._label(path, index)))
+        for node in self.shown:
+            for ref in node.inputs:
+                if ref[0] in self.index and ref[0] != node.path:
+                    edges.append((self.index[ref[0]], self.index[node.path], self._label(ref)))
+        for target, ref in outputs:
+            if ref is not None and ref[0] in self.index:
+                edges.append((self.index[ref[0]], target, self._label(ref)))
         return edges
 
-    def _label(self, path: str, index: int) -> str:
-        outputs = self.graph.nodes[path].outputs
-        return _shape_label(outputs[index][1]) if index < len(outputs) else "?"
+    def _label(self, ref: tuple[str, int]) -> str:
+        output = self.structure.output(ref)
+        return "?" if output is None else _shape_label(output.shape)
 
-    def _layers(self) -> list[dict]:
-        """Layers in order of first appearance, each named after its variables' scope when it
-        reads any (`dense_2` for `sequential_1_1/dense_2_1`), else its own scope."""
-        scopes: dict[str, list[int]] = {}
-        for i, node in enumerate(self.nodes):
-            if node["layer"] is not None:
-                scopes.setdefault(node["layer"], []).append(i)
+    def _layers(self, members_by_key: dict[str, list[int]]) -> list[dict]:
+        """The layers that have drawn nodes, in static_shapes's order (data order)."""
         layers = []
-        for scope, members in scopes.items():
-            variables = sorted({v for i in members for v in self.nodes[i]["variables"]})
+        for key, layer in self.structure.layers.items():
+            members = members_by_key.get(key)
+            if not members:
+                continue
             for i in members:
                 self.nodes[i]["layer"] = len(layers)
-            layers.append({"name": _layer_name(scope, [self.variables[v] for v in variables]),
-                           "type": _layer_type([self.nodes[i] for i in members], self.variables),
-                           "params": sum(_size(self.variables[v].shape) for v in variables),
-                           "nodes": members})
+            variables = [self.structure.variables[v] for v in layer.variables]
+            layers.append({"name": layer.name, "type": _layer_type([self.nodes[i] for i in members], self.variables),
+                           "params": sum(v.elements or 0 for v in variables), "nodes": members})
+        for node in self.nodes:
+            if isinstance(node["layer"], str):
+                node["layer"] = None
         return layers
 
 
-def _dominant_root(graph: FlatGraph) -> str | None:
-    """The first name scope most scoped nodes share (a Keras model's own name), if any."""
-    roots = Counter(n.name.split("/")[0] for n in graph.nodes.values() if "/" in n.name and n.op not in HIDDEN_OPS)
-    if not roots:
-        return None
-    root, count = roots.most_common(1)[0]
-    return root if count * 2 > sum(roots.values()) else None
+_KEPT_CALLERS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"})
+"""Control flow stays drawn beside its bodies: it is where their loop or branch values come from."""
 
 
-def _layer_name(scope: str, variables: list[WeightInfo]) -> str:
-    """The name of the layer whose variables a scope reads: Keras 3 calls layer `conv2d_1`
-    under the scope `conv2d_1_2`, so the longest scope part of a variable's name that the
-    scope's last part equals or extends with `_N` wins; the scope's last part otherwise."""
-    own = scope.rsplit("/", 1)[-1]
-    parts = {p for v in variables for p in v.name.split("/")[:-1]}
-    matches = [p for p in parts if own == p or (own.startswith(p + "_") and own[len(p) + 1:].replace("_", "").isdigit())]
-    return max(matches, key=len) if matches else own
+def _display(path: str) -> str:
+    return path.replace(SEPARATOR, "/")
 
 
-def _layer_type(nodes: list[dict], variables: list[WeightInfo]) -> str:
+def _attrs(attr_map) -> list[list[str]]:
+    return [[k, _attr_text(attr_map[k])] for k in sorted(attr_map) if not k.startswith("_")]
+
+
+def _layer_type(nodes: list[dict], variables: list[dict]) -> str:
     """The op that says what a layer does: the one that reads the layer's largest weight
     (the kernel, not the bias) other than by reshaping it, else the commonest op."""
-    reading = [(n["op"] not in RESHAPING_OPS, max(_size(variables[v].shape) for v in n["variables"]), -i, n["op"])
+    reading = [(n["op"] not in RESHAPING_OPS, max(variables[v]["elements"] for v in n["variables"]), -i, n["op"])
                for i, n in enumerate(nodes) if n["variables"]]
     if reading:
         return max(reading)[3]
     return Counter(n["op"] for n in nodes).most_common(1)[0][0]
-
-
-def _size(shape: Shape | None) -> int:
-    if shape is None or any(d is None for d in shape):
-        return 0
-    total = 1
-    for d in shape:
-        total *= d
-    return total
 
 
 def _shape_label(shape: Shape | None) -> str:
@@ -227,27 +184,28 @@ def _shape_label(shape: Shape | None) -> str:
     return "\u00d7".join("?" if d is None else str(d) for d in shape) if shape else "scalar"
 
 
-def _tensor(dtype: str, shape: Shape | None) -> dict:
-    return {"dtype": dtype, "shape": None if shape is None else _shape_text(shape)}
+def _tensor(output: Output) -> dict:
+    return {"dtype": output.dtype, "shape": _shape_text(output.shape)}
 
 
-def _shape_text(shape: Shape) -> str:
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+def _shape_text(shape: Shape | None) -> str | None:
+    return None if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def _attr_text(value) -> str:
+def _attr_text(value: attr_value_pb2.AttrValue) -> str:
     if value.WhichOneof("value") == "tensor":
         tensor = attr_json(value)["tensor"]
         return f"{tensor['dtype']}{tensor['shape']} {tensor['values']}{'...' if tensor['truncated'] else ''}"
     return value_text(value)
 
 
-def _variable(info: WeightInfo) -> dict:
-    found = {"name": info.name, "dtype": info.dtype, "shape": _shape_text(info.shape) if info.shape is not None else "?"}
-    if info.stats is not None:
-        found["stats"] = {k: f"{v:.6g}" if isinstance(v, float) else v for k, v in info.stats.items()}
-    if info.error is not None:
-        found["error"] = info.error
+def _variable(variable: Variable, stats: WeightStats | None) -> dict:
+    found = {"name": variable.name, "dtype": variable.dtype, "shape": _shape_text(variable.shape) or "?",
+             "elements": variable.elements or 0}
+    if stats is not None and stats.stats is not None:
+        found["stats"] = {k: f"{v:.6g}" if isinstance(v, float) else v for k, v in stats.stats.items()}
+    if stats is not None and stats.error is not None:
+        found["error"] = stats.error
     return found
 
 

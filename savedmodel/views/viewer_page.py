@@ -8,9 +8,8 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 
-from savedmodel.runtime.saved_model_file import read_saved_model
+from savedmodel.static_shapes import analyze
 from savedmodel.views.render import write_file
-from savedmodel.views.select import choose_meta_graph, select
 from savedmodel.views.viewer import build_document
 
 TEMPLATE = """<!DOCTYPE html>
@@ -57,11 +56,9 @@ def render_page(document: dict) -> str:
 def view_model(path: str | Path, *, signature: str | None = None, tags: set[str] | None = None) -> str:
     """The viewer page for the SavedModel directory (or GraphDef file) at `path`."""
     path = Path(path)
-    model = read_saved_model(path)
-    meta_graph = choose_meta_graph(model, tags, str(path))
-    selection = select(meta_graph, signature=signature, graph_name=path.absolute().name, where=str(path))
-    export_dir = path if path.is_dir() else None
-    return render_page(build_document(selection, meta_graph, export_dir, path.absolute().name))
+    structure = analyze(path, signature=signature, tags=tags)
+    prefix = path / "variables" / "variables" if path.is_dir() else None
+    return render_page(build_document(structure, prefix, path.absolute().name))
 
 
 def write_view(path: str | Path, output: str | Path, *, signature: str | None = None,
