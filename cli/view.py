@@ -24,10 +24,12 @@ def view(export_dir: Path, signature: str | None, tags: str | None, output: Path
     """Write an interactive viewer of the SavedModel in EXPORT_DIR (or of a GraphDef file) as
     one self-contained HTML file: no network needed to open it.
 
-    Function calls are inlined and ops grouped into layers by name scope, shown collapsed (click
-    a layer to open it); edges carry tensor shapes; clicking a node shows its attrs, input and
-    output shapes and dtypes, and the statistics (min, max, mean, std) of the weights it reads,
-    computed now from the checkpoint. Zoom with the wheel, pan by dragging, search by name or op.
+    The signature's ops are drawn through its function calls and control-flow bodies, grouped
+    into layers by name scope and shown collapsed (click a layer to open it); edges carry the
+    statically inferred tensor shapes (? where unknown). Clicking a node shows its attrs, input
+    and output shapes and dtypes, and the statistics (min, max, mean, std) of the weights it
+    reads, under their variables' names, computed now from the checkpoint. Zoom with the wheel,
+    pan by dragging, search by name or op. Prints the file's size.
     """
     tag_set = {t.strip() for t in tags.split(",") if t.strip()} if tags is not None else None
     output = output or Path(f"{export_dir.absolute().name.removesuffix('.pb').removesuffix('.pbtxt')}.html")

@@ -240,12 +240,12 @@ def _lay_out(nodes: list[dict], layers: list[dict], edges: list[tuple[int, int, 
     for key, (x, y) in layout.positions.items():
         w, h = sizes[key]
         if key.startswith("L"):
-            layers[int(key[1:])].update(x=x, y=y, w=w, h=h)
+            layers[int(key[1:])].update(x=_n(x), y=_n(y), w=_n(w), h=_n(h))
             items.append({"layer": int(key[1:])})
         else:
-            items.append({"node": int(key[1:]), "x": x, "y": y, "w": w, "h": h})
-    return {"width": layout.width, "height": layout.height, "items": items, "layers": layers,
-            "edges": [{"points": [list(p) for p in route], "label": label}
+            items.append({"node": int(key[1:]), "x": _n(x), "y": _n(y), "w": _n(w), "h": _n(h)})
+    return {"width": _n(layout.width), "height": _n(layout.height), "items": items, "layers": layers,
+            "edges": [{"points": [[_n(x), _n(y)] for x, y in route], "label": label}
                       for route, label in zip(layout.routes, labels) if route]}
 
 
@@ -257,8 +257,13 @@ def _lay_out_layer(layer: dict, nodes: list[dict], edges: list[tuple[int, int, s
             pairs.append((str(s), str(t)))
             labels.append(label)
     layout = layered_layout(sizes, pairs, gap_y=GAP_Y)
-    layer["positions"] = {key: [x, y + PAD, *sizes[key]] for key, (x, y) in layout.positions.items()}
-    layer["edges"] = [{"points": [[x, y + PAD] for x, y in route], "label": label}
+    layer["positions"] = {key: [_n(x), _n(y + PAD), *map(_n, sizes[key])] for key, (x, y) in layout.positions.items()}
+    layer["edges"] = [{"points": [[_n(x), _n(y + PAD)] for x, y in route], "label": label}
                       for route, label in zip(layout.routes, labels) if route]
-    layer["open_w"] = layout.width + 2 * PAD
-    layer["open_h"] = layout.height + HEADER + 2 * PAD
+    layer["open_w"] = _n(layout.width + 2 * PAD)
+    layer["open_h"] = _n(layout.height + HEADER + 2 * PAD)
+
+
+def _n(value: float) -> float:
+    """Coordinates to a tenth of a pixel: the page gets no smaller drawing from more digits."""
+    return round(value, 1)
