@@ -150,12 +150,30 @@ def test_a_layer_opens_onto_its_ops_and_closes(page):
     rects = [_rect(browser, n.find_element(By.TAG_NAME, "rect")) for n in ops]
     assert all(_inside(r, frame) for r in rects)
     assert not any(_overlap(a, b) for i, a in enumerate(rects) for b in rects[i + 1:])
-    for other in browser.find_elements(By.CSS_SELECTOR, "g.layer:not(.open) rect.frame"):
-        assert not _overlap(_rect(browser, other), frame)
+    others = browser.find_elements(By.CSS_SELECTOR, "g.layer:not(.open) rect.frame, #viewport > g.node > rect")
+    assert others and not any(_overlap(_rect(browser, other), frame) for other in others)
     image = _screenshot(browser, shots.with_name(shots.name + "-open"))
     assert len(image.getcolors(1 << 16) or ()) > 8
     browser.find_element(By.CSS_SELECTOR, selector + " .layer-head").click()
     assert not browser.find_elements(By.CSS_SELECTOR, "g.layer.open")
+
+
+def test_all_layers_open_at_once_without_overlapping(page):
+    browser, document, shots = page
+    from selenium.webdriver.common.by import By
+    browser.find_element(By.ID, "open-all").click()
+    frames = [_rect(browser, f) for f in browser.find_elements(By.CSS_SELECTOR, "g.layer.open rect.frame")]
+    assert len(frames) == len(document["layers"])
+    free = [_rect(browser, r) for r in browser.find_elements(By.CSS_SELECTOR, "#viewport > g.node > rect")]
+    boxes = frames + free
+    assert not any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    for index, frame in enumerate(frames):
+        inner = browser.find_elements(By.CSS_SELECTOR, f'g.layer[data-layer="{index}"] g.node rect')
+        assert len(inner) == len(document["layers"][index]["nodes"])
+        assert all(_inside(_rect(browser, r), frame) for r in inner)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "g.node")) == len(document["nodes"])
+    _screenshot(browser, shots.with_name(shots.name + "-all"))
+    browser.find_element(By.ID, "close-all").click()
 
 
 def test_search_finds_a_node_in_a_closed_layer_and_opens_its_panel(page):
