@@ -211,8 +211,8 @@
     panel.appendChild(name);
     if (node.layer !== null) row(section("Layer"), "layer", doc.layers[node.layer].name);
     const inputs = section("Inputs");
-    node.inputs.forEach(function (input, i) {
-      row(inputs, input.source, tensor(input), "tensor");
+    node.inputs.forEach(function (input) {
+      row(inputs, input.source, tensor(input) + (input.value ? " = " + input.value : ""), "tensor");
     });
     const outputs = section("Outputs");
     node.outputs.forEach(function (output, i) { row(outputs, String(i), tensor(output), "tensor"); });

@@ -16,7 +16,8 @@ Document (JSON)::
     {"title": str, "signature": str, "width": float, "height": float,
      "nodes": [{"name", "path", "op", "label", "kind": "op"|"input"|"output", "layer": int|null,
                 "attrs": [[key, text]],
-                "inputs": [{"source": str, "dtype": str, "shape": str|null}],
+                "inputs": [{"source": str, "dtype": str, "shape": str|null, "value"?: str}],
+                           value: a constant input's first elements
                 "outputs": [{"dtype": str, "shape": str|null}], "variables": [int]}],
      "layers": [{"name", "type", "params": int, "nodes": [int], "x", "y", "w", "h",
                  "open_w", "open_h", "positions": {node: [x, y, w, h]}, "edges": [edge]}],
@@ -28,6 +29,7 @@ Document (JSON)::
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -115,7 +117,10 @@ class _Builder:
         if producer is not None and producer.op in HIDDEN_OPS and len(producer.variables) == 1:
             return {"source": self.structure.variables[producer.variables[0]].name, **_tensor(output)}
         name = producer.name if producer is not None else _display(ref[0])
-        return {"source": name + (f":{ref[1]}" if ref[1] else ""), **_tensor(output)}
+        found = {"source": name + (f":{ref[1]}" if ref[1] else ""), **_tensor(output)}
+        if producer is not None and producer.op == "Const" and "value" in producer.attrs.attr:
+            found["value"] = _preview(producer.attrs.attr["value"])
+        return found
 
     def _variable(self, key: str) -> int:
         if key not in self.variable_index:
@@ -195,8 +200,14 @@ def _shape_text(shape: Shape | None) -> str | None:
 def _attr_text(value: attr_value_pb2.AttrValue) -> str:
     if value.WhichOneof("value") == "tensor":
         tensor = attr_json(value)["tensor"]
-        return f"{tensor['dtype']}{tensor['shape']} {tensor['values']}{'...' if tensor['truncated'] else ''}"
+        return f"{tensor['dtype']}{_shape_text(tensor['shape']) or '[...]'} {_preview(value)}"
     return value_text(value)
+
+
+def _preview(value: attr_value_pb2.AttrValue) -> str:
+    """A tensor attr's first elements, `...` when there are more."""
+    tensor = attr_json(value)["tensor"]
+    return json.dumps(tensor["values"], ensure_ascii=False)[:-1] + (", ...]" if tensor["truncated"] else "]")
 
 
 def _variable(variable: Variable, stats: WeightStats | None) -> dict:
