@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import DATA, GRAPHS, REFERENCE
+from conftest import DATA, EXTRA_MODELS, GRAPHS, REFERENCE, SAVEDMODELS
 from savedmodel.cli import main
 from savedmodel.runtime.saved_model_file import read_saved_model
 from savedmodel.views.viewer_page import render_page, view_model
@@ -21,6 +21,10 @@ MODELS = {
     "attention": DATA / "models" / "attention",
     "lstm_stacked": DATA / "models" / "lstm_stacked",
 }
+CORPUS = SAVEDMODELS + EXTRA_MODELS + sorted((DATA / "frozen").glob("*.pb")) + sorted(
+    p for p in (DATA / "tf1").iterdir() if p.suffix in (".pb", ".pbtxt"))
+"""Every TensorFlow-written model the tests hold: SavedModels (TensorFlow 1 and 2, Keras) and
+GraphDef files (frozen Keras models, TensorFlow 1 control flow)."""
 DATA_ELEMENT = re.compile(r'<script type="application/json" id="model-data">(.*?)</script>', re.S)
 
 
@@ -111,6 +115,22 @@ def test_weight_statistics_and_parameters_equal_tensorflows(model, tf):
         for key, number in expected.items():
             assert float(variable["stats"][key]) == pytest.approx(number, rel=1e-5, abs=1e-7), (variable["name"], key)
     assert sum(layer["params"] for layer in document["layers"]) == sum(v.size for v in values.values())
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_every_model_of_the_corpus_has_a_page(path):
+    document = _document(view_model(path))
+    drawn = set()
+    for index, layer in enumerate(document["layers"]):
+        assert layer["nodes"] and all(document["nodes"][i]["layer"] == index for i in layer["nodes"])
+        drawn |= set(layer["nodes"])
+    drawn |= {item["node"] for item in document["items"] if "node" in item}
+    assert drawn == set(range(len(document["nodes"])))
+    for node in document["nodes"]:
+        # wrapper arguments (`unknown`, `unknown_0`, ...) are shown as what they bind
+        assert not any(re.search(r"(^|/)unknown(_\d+)?(:\d+)?$", i["source"]) for i in node["inputs"]), node
+    for variable in document["variables"]:
+        assert "stats" in variable or variable["dtype"] in ("string", "resource"), variable
 
 
 def test_names_cannot_end_the_script_element():

@@ -3,13 +3,14 @@ shapes, attrs and weight statistics its side panel shows. `viewer_page` embeds i
 file with the script (viewer.js) that draws it.
 
 The nodes, their shapes, layers and variables are `static_shapes`'s: every node the signature
-runs, through function calls and control-flow bodies. What is drawn leaves out the plumbing that
-would bury the model's ops: constants, variable handles and reads, `NoOp`s, and call nodes
-whose bodies are drawn instead. A node's constant and weight inputs are listed in its side panel
-instead, weights under their variable's name (not the `unknown_N` argument of a wrapper
-function) with min/max/mean/std. The page starts with every layer collapsed into one box, so a
-large model draws as a short chain of boxes; each layer's inside is laid out on its own, so
-opening one needs no new layout (viewer.js inserts room for it).
+runs, through function calls and control-flow bodies. What is drawn leaves out the plumbing
+that would bury the model's ops: constants, variable handles and reads, `NoOp`s, call nodes
+whose bodies are drawn instead, and Identity nodes that only pass those on. A node's constant
+and weight inputs are listed in its side panel instead, weights under their variable's name
+(not the `unknown_N` argument of a wrapper function) with min/max/mean/std. The page starts
+with every layer collapsed into one box, so a large model draws as a short chain of boxes;
+each layer's inside is laid out on its own, so opening one needs no new layout (viewer.js
+inserts room for it).
 
 Document (JSON)::
 
@@ -70,9 +71,8 @@ class _Builder:
         self.variable_index: dict[str, int] = {}
         self.nodes: list[dict] = []
         self.index: dict[str, int] = {}
-        called = {path.rpartition(SEPARATOR)[0] for path in structure.nodes if SEPARATOR in path}
-        self.shown = [n for n in structure.nodes.values()
-                      if n.op not in HIDDEN_OPS and not (n.path in called and n.op not in _KEPT_CALLERS)]
+        self.hidden = _hidden(structure)
+        self.shown = [n for n in structure.nodes.values() if n.path not in self.hidden]
 
     def document(self) -> dict:
         layer_keys = {}
@@ -97,8 +97,8 @@ class _Builder:
     def _node(self, node: Node) -> dict:
         reads = list(node.variables)
         for path, _ in node.inputs:
-            producer = self.structure.nodes.get(path)
-            if producer is not None and producer.op in HIDDEN_OPS:
+            producer = self._behind(path)
+            if producer is not None and producer.path in self.hidden:
                 reads += producer.variables
         label = node.name.rsplit("/", 1)[-1]
         return {"name": node.name, "path": _display(node.path), "op": node.op,
@@ -113,14 +113,25 @@ class _Builder:
         """An input as the panel lists it: its variable's name when it is a weight, else
         its producer's name (`name:index` past the first output)."""
         producer = self.structure.nodes.get(ref[0])
+        origin = self._behind(ref[0])
         output = self.structure.output(ref) or Output("?", None)
-        if producer is not None and producer.op in HIDDEN_OPS and len(producer.variables) == 1:
-            return {"source": self.structure.variables[producer.variables[0]].name, **_tensor(output)}
+        if origin is not None and origin.path in self.hidden and len(origin.variables) == 1:
+            return {"source": self.structure.variables[origin.variables[0]].name, **_tensor(output)}
         name = producer.name if producer is not None else _display(ref[0])
         found = {"source": name + (f":{ref[1]}" if ref[1] else ""), **_tensor(output)}
-        if producer is not None and producer.op == "Const" and "value" in producer.attrs.attr:
-            found["value"] = _preview(producer.attrs.attr["value"])
+        if origin is not None and origin.op == "Const" and "value" in origin.attrs.attr:
+            found["value"] = _preview(origin.attrs.attr["value"])
         return found
+
+    def _behind(self, path: str) -> Node | None:
+        """The node behind a chain of hidden `Identity` nodes (a frozen graph's weights pass
+        through two: the inliner's input and the former ReadVariableOp)."""
+        node = self.structure.nodes.get(path)
+        for _ in range(len(self.hidden)):
+            if node is None or node.op != "Identity" or node.path not in self.hidden or not node.inputs:
+                break
+            node = self.structure.nodes.get(node.inputs[0][0])
+        return node
 
     def _variable(self, key: str) -> int:
         if key not in self.variable_index:
@@ -163,6 +174,19 @@ class _Builder:
 
 _KEPT_CALLERS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"})
 """Control flow stays drawn beside its bodies: it is where their loop or branch values come from."""
+
+
+def _hidden(structure: ModelStructure) -> set[str]:
+    """Paths of the nodes not drawn: constants, variables and their reads, NoOps, call nodes
+    whose bodies are drawn, and Identity nodes that only pass a hidden node on (producers come
+    before their consumers in `structure.nodes`)."""
+    called = {path.rpartition(SEPARATOR)[0] for path in structure.nodes if SEPARATOR in path}
+    hidden: set[str] = set()
+    for node in structure.nodes.values():
+        if (node.op in HIDDEN_OPS or (node.path in called and node.op not in _KEPT_CALLERS)
+                or (node.op == "Identity" and node.inputs and all(p in hidden for p, _ in node.inputs))):
+            hidden.add(node.path)
+    return hidden
 
 
 def _display(path: str) -> str:

@@ -36,10 +36,13 @@ def weight_stats(prefix: Path | None, variables: list[Variable]) -> dict[str, We
 
 
 def _stats_of(reader: BundleReader, variable: Variable) -> WeightStats:
-    if variable.checkpoint_key is None:
+    """A TensorFlow 2 variable's value is under the key its object graph gives; a TensorFlow 1
+    variable's under its name (what `tf.compat.v1.train.Saver` writes)."""
+    key = variable.checkpoint_key or (variable.name if variable.name in reader.entries else None)
+    if key is None:
         return WeightStats(error="not in the checkpoint")
     try:
-        value = reader.read(variable.checkpoint_key)
+        value = reader.read(key)
     except SavedModelError as err:
         return WeightStats(error=str(err))
     if value.dtype.kind not in "biuf" and value.dtype.name != "bfloat16":
