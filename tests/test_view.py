@@ -175,3 +175,17 @@ def test_an_unknown_signature_is_an_error_and_writes_nothing(tmp_path):
 def test_a_missing_model_is_an_error(tmp_path):
     result = _run("view", tmp_path / "missing", "-o", tmp_path / "x.html")
     assert result.exit_code == 1 and "missing" in result.output and "Traceback" not in result.output
+
+
+def test_the_page_is_named_after_the_model_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _run("view", MODELS["attention"], "--tag-set", "serve", "--signature", "serving_default")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("wrote attention.html (")
+    assert _document((tmp_path / "attention.html").read_text())["title"] == "attention"
+
+
+def test_an_unknown_tag_set_is_an_error(tmp_path):
+    result = _run("view", MODELS["attention"], "--tag-set", "train", "-o", tmp_path / "x.html")
+    assert result.exit_code == 1 and "train" in result.output and "serve" in result.output
+    assert list(tmp_path.iterdir()) == []

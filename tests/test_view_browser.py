@@ -205,6 +205,8 @@ def test_search_finds_a_node_in_a_closed_layer_and_opens_its_panel(page):
     for key, value in weights["stats"].items():
         assert re.search(rf"{key}\s+{re.escape(value)}", table.text), (key, value, table.text)
     _screenshot(browser, shots.with_name(shots.name + "-panel"))
+    browser.find_element(By.ID, "close-panel").click()
+    assert not panel.is_displayed() and not browser.find_elements(By.CSS_SELECTOR, "g.node.selected")
     search.clear()
     search.send_keys(node["op"])
     by_op = {int(r.get_attribute("data-node")) for r in browser.find_elements(By.CSS_SELECTOR, "#results li")}

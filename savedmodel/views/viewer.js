@@ -202,6 +202,12 @@
   function showPanel(node) {
     panel.innerHTML = "";
     panel.classList.add("visible");
+    const close = document.createElement("button");
+    close.id = "close-panel";
+    close.textContent = "\u00d7";
+    close.title = "Close (Esc)";
+    close.addEventListener("click", closePanel);
+    panel.appendChild(close);
     const title = document.createElement("h2");
     title.textContent = node.op;
     panel.appendChild(title);
@@ -232,6 +238,12 @@
   }
 
   // Nodes whose path or op contains the query: exact names and ops first, then in graph order.
+  function closePanel() {
+    panel.classList.remove("visible");
+    selected = null;
+    render();
+  }
+
   function search(query) {
     const results = document.getElementById("results");
     results.innerHTML = "";
@@ -284,6 +296,9 @@
   input.addEventListener("keydown", function (event) {
     const first = document.querySelector("#results li");
     if (event.key === "Enter" && first) reveal(Number(first.dataset.node));
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && panel.classList.contains("visible")) closePanel();
   });
   document.getElementById("fit").addEventListener("click", function () { fit(); });
   document.getElementById("open-all").addEventListener("click", function () {
