@@ -44,7 +44,6 @@ from savedmodel.views.values import Shape
 from savedmodel.views.weights import WeightStats, weight_stats
 
 HIDDEN_OPS = frozenset({"Const", "VarHandleOp", "VariableV2", "Variable", "ReadVariableOp", "NoOp"})
-CALL_OPS = frozenset({"StatefulPartitionedCall", "PartitionedCall"})
 RESHAPING_OPS = frozenset({"Reshape", "Squeeze", "ExpandDims", "Identity", "Cast", "Transpose"})
 """Ops that only reshape a weight: a layer is named for what it then does with it."""
 CHAR = 0.61
@@ -166,9 +165,6 @@ class _Builder:
             variables = [self.structure.variables[v] for v in layer.variables]
             layers.append({"name": layer.name, "type": _layer_type([self.nodes[i] for i in members], self.variables),
                            "params": sum(v.elements or 0 for v in variables), "nodes": members})
-        for node in self.nodes:
-            if isinstance(node["layer"], str):
-                node["layer"] = None
         return layers
 
 
@@ -264,13 +260,8 @@ def _lay_out(nodes: list[dict], layers: list[dict], edges: list[tuple[int, int, 
             item_of[i] = f"L{j}"
         text = max(len(layer["name"]) * 12, (len(layer["type"]) + 16) * 10) * CHAR
         sizes[f"L{j}"] = (max(text + 2 * PAD + 12, 140.0), LAYER_HEIGHT)
-    top_edges, labels = [], []
-    for s, t, label in edges:
-        pair = (item_of[s], item_of[t])
-        if pair[0] != pair[1] and pair not in top_edges:
-            top_edges.append(pair)
-            labels.append(label)
-    layout = layered_layout(sizes, top_edges, gap_y=GAP_Y, margin=PAD)
+    top = _labelled((item_of[s], item_of[t], label) for s, t, label in edges if item_of[s] != item_of[t])
+    layout = layered_layout(sizes, list(top), gap_y=GAP_Y, margin=PAD)
     items = []
     for key, (x, y) in layout.positions.items():
         w, h = sizes[key]
@@ -281,20 +272,24 @@ def _lay_out(nodes: list[dict], layers: list[dict], edges: list[tuple[int, int, 
             items.append({"node": int(key[1:]), "x": _n(x), "y": _n(y), "w": _n(w), "h": _n(h)})
     return {"width": _n(layout.width), "height": _n(layout.height), "items": items, "layers": layers,
             "edges": [{"points": [[_n(x), _n(y)] for x, y in route], "label": label}
-                      for route, label in zip(layout.routes, labels) if route]}
+                      for route, label in zip(layout.routes, top.values()) if route]}
+
+
+def _labelled(edges) -> dict[tuple[str, str], str]:
+    """One edge per (source, target) box pair, labelled with the first tensor's shape."""
+    found: dict[tuple[str, str], str] = {}
+    for source, target, label in edges:
+        found.setdefault((source, target), label)
+    return found
 
 
 def _lay_out_layer(layer: dict, nodes: list[dict], edges: list[tuple[int, int, str]]) -> None:
     sizes = {str(i): _box(nodes[i]) for i in layer["nodes"]}
-    pairs, labels = [], []
-    for s, t, label in edges:
-        if (str(s), str(t)) not in pairs:
-            pairs.append((str(s), str(t)))
-            labels.append(label)
-    layout = layered_layout(sizes, pairs, gap_y=GAP_Y)
+    inner = _labelled((str(s), str(t), label) for s, t, label in edges)
+    layout = layered_layout(sizes, list(inner), gap_y=GAP_Y)
     layer["positions"] = {key: [_n(x), _n(y + PAD), *map(_n, sizes[key])] for key, (x, y) in layout.positions.items()}
     layer["edges"] = [{"points": [[_n(x), _n(y + PAD)] for x, y in route], "label": label}
-                      for route, label in zip(layout.routes, labels) if route]
+                      for route, label in zip(layout.routes, inner.values()) if route]
     layer["open_w"] = _n(layout.width + 2 * PAD)
     layer["open_h"] = _n(layout.height + HEADER + 2 * PAD)
 
