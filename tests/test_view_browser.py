@@ -76,12 +76,22 @@ def page(request, browser, tmp_path_factory):
     browser.get(out.as_uri())
     ready = browser.execute_script("return document.body.dataset.ready")
     loaded = time.perf_counter() - started
-    print(f"\n{name}: {size / 1024:.1f} KiB written in {written * 1000:.0f} ms, "
-          f"loaded in {loaded * 1000:.0f} ms")
+    _report(request, f"view {name}: {size / 1024:.1f} KiB written in {written * 1000:.0f} ms, "
+                     f"loaded by Chromium in {loaded * 1000:.0f} ms")
     assert ready == "1", browser.get_log("browser")
     document = json.loads(browser.execute_script("return document.getElementById('model-data').textContent"))
     shots = Path(os.environ.get("SAVEDMODEL_SCREENSHOTS") or tmp_path_factory.mktemp("shots"))
     return browser, document, shots / name
+
+
+def _report(request, line: str) -> None:
+    """A line in pytest's output even when it captures prints (sizes and times to read in CI's log)."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.ensure_newline()
+            reporter.write_line(line)
 
 
 def _rect(browser, element) -> dict:
