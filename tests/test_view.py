@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -131,6 +132,20 @@ def test_every_model_of_the_corpus_has_a_page(path):
         assert not any(re.search(r"(^|/)unknown(_\d+)?(:\d+)?$", i["source"]) for i in node["inputs"]), node
     for variable in document["variables"]:
         assert "stats" in variable or variable["dtype"] in ("string", "resource"), variable
+
+
+def test_without_a_checkpoint_the_weights_say_so(tmp_path):
+    model = shutil.copytree(MODELS["keras_cnn"], tmp_path / "cnn")
+    shutil.rmtree(model / "variables")
+    document = _document(view_model(model))
+    assert document["variables"] and all(v["error"] == "no checkpoint" and "stats" not in v
+                                         for v in document["variables"])
+
+
+def test_string_weights_have_no_statistics():
+    document = _document(view_model(DATA / "models" / "asset_vocab"))
+    strings = [v for v in document["variables"] if v["dtype"] == "string"]
+    assert strings and all("stats" not in v and v["error"] for v in strings)
 
 
 def test_names_cannot_end_the_script_element():

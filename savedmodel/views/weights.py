@@ -46,7 +46,7 @@ def _stats_of(reader: BundleReader, variable: Variable) -> WeightStats:
     except SavedModelError as err:
         return WeightStats(error=str(err))
     if value.dtype.kind not in "biuf" and value.dtype.name != "bfloat16":
-        return WeightStats(error=f"no statistics for {value.dtype.name} values")
+        return WeightStats(error=f"no statistics for {variable.dtype} values")
     if value.size == 0:
         return WeightStats(error="no values")
     data = value.astype(np.float64)
