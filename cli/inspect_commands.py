@@ -75,19 +75,26 @@ def _json_value(value: np.ndarray):
 @click.command()
 @click.argument("a", type=_DIR)
 @click.argument("b", type=_DIR)
+@click.option("--values", "values", is_flag=True,
+              help="Also compare the variables' values: the largest absolute and relative (to B) "
+                   "difference of each variable both store with the same dtype and shape.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (savedmodel.diff/1).")
 @reports_errors
-def diff(a: Path, b: Path, as_json: bool) -> None:
-    """Differences in signatures, ops and variables between the SavedModels A and B.
+def diff(a: Path, b: Path, values: bool, as_json: bool) -> None:
+    """Differences in signatures, ops and variables between the SavedModels A and B, and with
+    --values in the variables' values.
 
     Exit status 0 whether or not they differ; 1 only for errors."""
-    result = diff_models(a, b)
+    result = diff_models(a, b, values=values)
     if as_json:
         click.echo(json.dumps(result, indent=1))
         return
     if result["identical"]:
-        click.echo("no differences in signatures, ops or variables")
+        what = "signatures, ops, variables or their values" if values else "signatures, ops or variables"
+        click.echo(f"no differences in {what}")
         return
+    for line in _value_lines(result.get("values", [])):
+        click.echo(line)
     for meta_graph in result["meta_graphs"]:
         tags = format_tags(meta_graph["tags"])
         if "only_in" in meta_graph:
@@ -96,6 +103,13 @@ def diff(a: Path, b: Path, as_json: bool) -> None:
         for section in ("signatures", "ops", "variables"):
             for line in _section_lines(meta_graph[section]):
                 click.echo(f"tag-set '{tags}' {section}: {line}")
+
+
+def _value_lines(values: list[dict]) -> list[str]:
+    changed = [v for v in values if not v["equal"]]
+    lines = [f"values: {len(changed)} of {len(values)} variables differ"] if values else []
+    return lines + [f"values: ~ {v['key']}: max abs {v['max_abs']}, max rel {v['max_rel']}"
+                    for v in changed]
 
 
 def _section_lines(changes: dict) -> list[str]:

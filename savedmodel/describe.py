@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from savedmodel.compare import differences
 from savedmodel.protos import function_pb2, meta_graph_pb2, types_pb2
 from savedmodel.runtime import dtypes, native, registry, structure
 from savedmodel.runtime.errors import FileFormatError
@@ -23,6 +24,7 @@ from savedmodel.runtime.saved_model_file import format_tags, read_saved_model, s
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto
 from savedmodel.views.body import Library
+from savedmodel.views.values import float_json
 
 SHOW_SCHEMA = "savedmodel.show/1"
 OPS_SCHEMA = "savedmodel.ops/1"
@@ -264,8 +266,49 @@ def _dtype_name(enum: int) -> str:
         return f"DataType({enum})"
 
 
-def diff_models(a: str | Path, b: str | Path) -> dict:
-    """Differences between two SavedModels in signatures, ops and variables."""
+def diff_models(a: str | Path, b: str | Path, values: bool = False) -> dict:
+    """Differences between two SavedModels in signatures, ops and variables; with `values`,
+    also in the variables' values (`diff_values`)."""
+    result = _diff_structure(a, b)
+    if values:
+        result["values"] = diff_values(a, b)
+        result["identical"] = result["identical"] and all(v["equal"] for v in result["values"])
+    return result
+
+
+def diff_values(a: str | Path, b: str | Path) -> list[dict]:
+    """Every variable both models store with the same dtype and shape, by checkpoint key,
+    with the largest absolute and relative (to B) difference of its elements, as `compare`
+    measures outputs (NaN matches NaN). Variables that are only in one model, or that changed
+    dtype or shape, are what `diff_models` reports under `variables`. One variable at a time is
+    read, so two large models need no more memory than their largest variable twice."""
+    readers = [_variables_reader(Path(p)) for p in (a, b)]
+    if readers[0] is None or readers[1] is None:
+        return []
+    found = []
+    for key in readers[0].keys():
+        if key == OBJECT_GRAPH_KEY or key not in readers[1].entries:
+            continue
+        first, second = readers[0].entry(key), readers[1].entry(key)
+        if first.dtype != second.dtype or shape_from_proto(first.shape) != shape_from_proto(second.shape):
+            continue
+        (difference,) = differences({key: readers[0].read(key)}, {key: readers[1].read(key)}, 0.0, 0.0)
+        found.append({"key": key, "dtype": _dtype_name(first.dtype),
+                      "shape": _shape(shape_from_proto(first.shape)),
+                      "max_abs": float_json(difference.max_abs),
+                      "max_rel": float_json(difference.max_rel), "equal": difference.within})
+    return found
+
+
+def _variables_reader(path: Path) -> BundleReader | None:
+    """The variables of a SavedModel directory; None for one without (and a GraphDef file)."""
+    prefix = path / "variables" / "variables"
+    if not path.is_dir() or not os.path.lexists(index_path(prefix)):
+        return None
+    return BundleReader(prefix)
+
+
+def _diff_structure(a: str | Path, b: str | Path) -> dict:
     left, right = describe_model(a), describe_model(b)
     first = {format_tags(m["tags"]): m for m in left["meta_graphs"]}
     second = {format_tags(m["tags"]): m for m in right["meta_graphs"]}

@@ -337,12 +337,38 @@ def cumulative(inputs: Sequence, attrs: dict) -> list[TensorShape]:
     return [inputs[0].shape]
 
 
+def switch(inputs: Sequence, attrs: dict) -> list[TensorShape]:
+    """Switch: the data goes out of one of two outputs, unchanged."""
+    return [inputs[0].shape, inputs[0].shape]
+
+
+def merge(inputs: Sequence, attrs: dict) -> list[TensorShape]:
+    """Merge: what all its inputs agree on (so a loop's back edge, not known when the loop is
+    entered, makes it unknown, as in TensorFlow), and the index of the input that arrived."""
+    shape = inputs[0].shape if inputs else UNKNOWN
+    for other in inputs[1:]:
+        if other.shape.rank is None:
+            shape = UNKNOWN
+        shape = shape.most_specific_compatible_shape(other.shape)
+    return [shape, TensorShape(())]
+
+
+def scalar(inputs: Sequence, attrs: dict) -> list[TensorShape]:
+    return [TensorShape(())]
+
+
+def enter(inputs: Sequence, attrs: dict) -> list[TensorShape]:
+    """Enter: a loop invariant (`is_constant`) keeps its shape; a loop variable's is unknown."""
+    return [inputs[0].shape if attrs.get("is_constant") else UNKNOWN]
+
+
 _SAME = ("Relu6", "Elu", "Selu", "LeakyRelu", "Softplus", "Softsign", "Erf", "Erfc",
          "LogSoftmax", "Log1p", "Expm1", "IsNan", "IsInf", "IsFinite", "Atan", "Asin", "Acos",
          "Tan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Gelu", "Snapshot",
          "EnsureShape", "PreventGradient", "CheckNumerics", "Invert", "Cumsum", "Cumprod",
          "ReverseV2", "L2Loss", "LRN", "ClipByValue", "Inv", "Digamma", "Lgamma",
-         "Conj", "Real", "Imag", "BitwiseAnd", "QuantizeAndDequantizeV2")
+         "Exit", "NextIteration", "RefExit",
+         "RefNextIteration", "Conj", "Real", "Imag", "BitwiseAnd", "QuantizeAndDequantizeV2")
 
 FUNCTIONS = {
     "Conv2D": conv, "Conv3D": conv,
@@ -360,6 +386,7 @@ FUNCTIONS = {
     "Conv2DBackpropInput": conv_transpose, "Conv3DBackpropInputV2": conv_transpose,
     "DepthToSpace": depth_to_space, "SpaceToDepth": space_to_depth,
     "GatherNd": gather_nd,
+    "LoopCond": scalar, "Enter": enter, "RefEnter": enter, "Switch": switch, "RefSwitch": switch, "Merge": merge, "RefMerge": merge,
     "SpaceToBatchND": space_to_batch, "BatchToSpaceND": batch_to_space,
     **{op: cumulative for op in _SAME},
 }

@@ -70,9 +70,7 @@ def _mismatch(a: TensorShape, b: TensorShape) -> str:
 
 
 def _matmul(inputs: Inputs, attrs: dict) -> list[TensorShape]:
-    a, b = inputs[0].shape, inputs[1].shape
-    if a.rank is None or b.rank is None:
-        return [TensorShape((None, None))]
+    a, b = (TensorShape((None, None)) if t.shape.rank is None else t.shape for t in inputs[:2])
     if a.rank != 2 or b.rank != 2:
         raise ShapeError(f"Shape must be rank 2 but is rank {a.rank if a.rank != 2 else b.rank}")
     rows, inner_a = (a[1], a[0]) if attrs.get("transpose_a") else (a[0], a[1])

@@ -94,6 +94,8 @@ _SHAPE_INPUT = {"Fill": 0, "BroadcastTo": 1, "Conv2DBackpropInput": 0,
                 "Conv3DBackpropInputV2": 0, "RandomUniform": 0, "RandomStandardNormal": 0,
                 "TruncatedNormal": 0, "StatelessRandomUniformV2": 0, "Empty": 0}
 """Ops whose output shape is the value of one input (`tf.fill(shape, ...)`), by input index."""
+_EXTRA_DTYPES = {("Merge", 1): "int32", ("RefMerge", 1): "int32"}
+"""Outputs of undefined ops whose dtype is not their first output's."""
 _READS = frozenset({"ReadVariableOp", "ResourceGather", "ResourceGatherNd", "VariableShape"})
 _TF1_VARIABLES = frozenset({"VariableV2", "Variable"})
 _CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -381,6 +383,10 @@ class _Walker:
         except SavedModelError:
             attrs = {}
         shapes = self._shapes(node, inputs, attrs, len(dtypes_out))
+        if len(shapes) > len(dtypes_out) and not self._defined(node.op):
+            dtypes_out = dtypes_out + [_EXTRA_DTYPES.get((node.op, i), dtypes_out[0] if dtypes_out
+                                                       else "unknown")
+                                       for i in range(len(dtypes_out), len(shapes))]
         if feed is not None and feed.shape is not None:
             shapes[0] = _merge(shapes[0], TensorShape(feed.shape))
         outputs = [_Value(d, s) for d, s in zip(dtypes_out, shapes)]
@@ -409,6 +415,11 @@ class _Walker:
         elif node.op == "ResourceGatherNd":
             shape = _UNKNOWN
         return [_Value(dtypes_out[0] if dtypes_out else variable.dtype, shape)]
+
+    def _defined(self, op: str) -> bool:
+        """Whether the op's outputs are known from a definition (else its shape function
+        tells how many there are: GraphDef files carry no op list)."""
+        return op in self.library.op_defs or op in self.library.functions
 
     def _output_dtypes(self, node) -> list[str]:
         op_def = self.library.op_defs.get(node.op)
@@ -444,8 +455,10 @@ class _Walker:
                 shapes = shape_inference.infer(node.op, inputs, attrs, count)
             except (shape_inference.ShapeError, ValueError, TypeError, IndexError, KeyError):
                 shapes = [_UNKNOWN] * count
-        shapes = list(shapes)[:count] + [_UNKNOWN] * (count - len(shapes))
-        recorded = self._recorded(node, count)
+        if self._defined(node.op):
+            shapes = list(shapes)[:count]
+        shapes = list(shapes) + [_UNKNOWN] * (count - len(shapes))
+        recorded = self._recorded(node, len(shapes))
         return [_merge(s, r) if r is not None else s for s, r in zip(shapes, recorded)]
 
     def _recorded(self, node, count: int) -> list[TensorShape | None]:
@@ -544,7 +557,7 @@ class _Walker:
 
 def _topological(body: Body, by_name: dict) -> list:
     """The body's nodes with producers first (function bodies are not stored in order),
-    otherwise in file order; a cycle (a TensorFlow 1 loop) keeps the rest in file order."""
+    otherwise in file order; a cycle (a TensorFlow 1 loop) is entered at its Merge."""
     waiting = {}
     users: dict[str, list[str]] = {}
     for node in body.nodes:
@@ -556,15 +569,18 @@ def _topological(body: Body, by_name: dict) -> list:
     ready = [(position[node.name], node.name) for node in body.nodes if not waiting[node.name]]
     heapq.heapify(ready)
     order = []
-    while ready:
+    while len(order) < len(body.nodes):
+        if not ready:  # a cycle: enter it at a Merge (where a loop's back edge arrives)
+            stuck = [node for node in body.nodes if waiting[node.name] > 0]
+            entry = next((n for n in stuck if n.op in ("Merge", "RefMerge")), stuck[0])
+            waiting[entry.name] = 0
+            ready = [(position[entry.name], entry.name)]
         _, name = heapq.heappop(ready)
         order.append(name)
         for user in users.get(name, ()):
             waiting[user] -= 1
             if not waiting[user]:
                 heapq.heappush(ready, (position[user], user))
-    placed = set(order)
-    order += [node.name for node in body.nodes if node.name not in placed]
     return [by_name[name] for name in order]
 
 
