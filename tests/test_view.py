@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from conftest import DATA, EXTRA_MODELS, GRAPHS, REFERENCE, SAVEDMODELS
 from savedmodel.cli import main
+from savedmodel.model_summary import summarize
 from savedmodel.runtime.saved_model_file import read_saved_model
 from savedmodel.views.viewer_page import render_page, view_model
 
@@ -83,6 +84,19 @@ def test_weights_are_named_after_their_variables(model):
             if weight["name"] in sources:
                 assert sources[weight["name"]]["shape"] == weight["shape"]
         assert not any(s.startswith("unknown") for s in sources)
+
+
+def test_layers_are_described_as_the_summary_command_describes_them(model):
+    path, _, document = model
+    summary = {layer["name"]: layer for layer in summarize(path)["layers"]}
+    for layer in document["layers"]:
+        expected = summary[layer["name"]]
+        assert (layer["type"], layer["params"], layer["trainable"]) == (
+            expected["type"], expected["params"], expected["trainable_params"])
+        assert layer["flops"] == (expected["flops"] if expected["flops_known"] else None)
+        assert layer["outputs"] == ["?" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+                                    for shape in expected["output_shapes"]]
+        assert [document["variables"][v]["name"] for v in layer["variables"]] == expected["variables"]
 
 
 def test_boxes_do_not_overlap(model):

@@ -164,6 +164,12 @@ def test_a_layer_opens_onto_its_ops_and_closes(page):
     assert others and not any(_overlap(_rect(browser, other), frame) for other in others)
     image = _screenshot(browser, shots.with_name(shots.name + "-open"))
     assert len(image.getcolors(1 << 16) or ()) > 8
+    # the panel describes the layer as `savedmodel summary` does
+    panel = browser.find_element(By.ID, "panel")
+    assert panel.is_displayed() and panel.find_element(By.TAG_NAME, "h2").text == layer["name"]
+    summary = panel.find_element(By.CSS_SELECTOR, "table.layer-summary").text
+    assert f"params {layer['params']:,} (trainable {layer['trainable']:,})" in summary
+    assert len(panel.find_elements(By.CSS_SELECTOR, "table.weights")) == len(layer["variables"])
     browser.find_element(By.CSS_SELECTOR, selector + " .layer-head").click()
     assert not browser.find_elements(By.CSS_SELECTOR, "g.layer.open")
 

@@ -104,7 +104,11 @@
     }
     el("title", {}, head).textContent = layer.name + " (" + layer.nodes.length + " nodes): click to " +
       (isOpen ? "close" : "open");
-    head.addEventListener("click", function (event) { event.stopPropagation(); toggle(index); });
+    head.addEventListener("click", function (event) {
+      event.stopPropagation();
+      toggle(index);
+      showLayer(index);
+    });
     if (isOpen) {
       const ox = x + PAD, oy = y + HEADER;
       const same = function (px, py) { return [px, py]; };
@@ -199,7 +203,8 @@
 
   function tensor(t) { return t.dtype + (t.shape === null ? "" : " " + t.shape); }
 
-  function showPanel(node) {
+  // Empties the side panel and gives it a close button, a title and a subtitle.
+  function openPanel(heading, subtitle) {
     panel.innerHTML = "";
     panel.classList.add("visible");
     const close = document.createElement("button");
@@ -209,12 +214,32 @@
     close.addEventListener("click", closePanel);
     panel.appendChild(close);
     const title = document.createElement("h2");
-    title.textContent = node.op;
+    title.textContent = heading;
     panel.appendChild(title);
     const name = document.createElement("div");
     name.className = "full-name";
-    name.textContent = node.path;
+    name.textContent = subtitle;
     panel.appendChild(name);
+  }
+
+  function closePanel() {
+    panel.classList.remove("visible");
+    selected = null;
+    render();
+  }
+
+  function showWeights(v) {
+    const variable = doc.variables[v];
+    const table = section("Weights: " + variable.name);
+    table.className = "weights";
+    row(table, "dtype", variable.dtype);
+    row(table, "shape", variable.shape);
+    if (variable.stats) for (const key of ["min", "max", "mean", "std"]) row(table, key, variable.stats[key]);
+    if (variable.error) row(table, "stats", variable.error);
+  }
+
+  function showPanel(node) {
+    openPanel(node.op, node.path);
     if (node.layer !== null) row(section("Layer"), "layer", doc.layers[node.layer].name);
     const inputs = section("Inputs");
     node.inputs.forEach(function (input) {
@@ -226,24 +251,23 @@
       const attrs = section("Attributes");
       for (const [key, value] of node.attrs) row(attrs, key, value);
     }
-    for (const v of node.variables) {
-      const variable = doc.variables[v];
-      const table = section("Weights: " + variable.name);
-      table.className = "weights";
-      row(table, "dtype", variable.dtype);
-      row(table, "shape", variable.shape);
-      if (variable.stats) for (const key of ["min", "max", "mean", "std"]) row(table, key, variable.stats[key]);
-      if (variable.error) row(table, "stats", variable.error);
-    }
+    node.variables.forEach(showWeights);
+  }
+
+  // A layer as `savedmodel summary` describes it, and its weights.
+  function showLayer(index) {
+    const layer = doc.layers[index];
+    openPanel(layer.name, layer.type + " layer, " + layer.nodes.length + " drawn ops");
+    const table = section("Layer");
+    table.className = "layer-summary";
+    const count = function (n) { return n.toLocaleString("en-US"); };
+    row(table, "params", count(layer.params) + " (trainable " + count(layer.trainable) + ")");
+    row(table, "FLOPs", layer.flops === null ? "?" : count(layer.flops));
+    layer.outputs.forEach(function (shape, i) { row(table, "output " + i, shape, "tensor"); });
+    layer.variables.forEach(showWeights);
   }
 
   // Nodes whose path or op contains the query: exact names and ops first, then in graph order.
-  function closePanel() {
-    panel.classList.remove("visible");
-    selected = null;
-    render();
-  }
-
   function search(query) {
     const results = document.getElementById("results");
     results.innerHTML = "";

@@ -20,20 +20,23 @@ Document (JSON)::
                 "inputs": [{"source": str, "dtype": str, "shape": str|null, "value"?: str}],
                            value: a constant input's first elements
                 "outputs": [{"dtype": str, "shape": str|null}], "variables": [int]}],
-     "layers": [{"name", "type", "params": int, "nodes": [int], "x", "y", "w", "h",
+     "layers": [{"name", "type", "params": int, "trainable": int, "flops": int|null,
+                 "outputs": [str], "variables": [int], "nodes": [int], "x", "y", "w", "h",
                  "open_w", "open_h", "positions": {node: [x, y, w, h]}, "edges": [edge]}],
+                type, params, trainable and flops as `savedmodel summary` gives them (flops
+                null when some op's count is unknown)
      "items": [{"layer": int} | {"node": int, "x", "y", "w", "h"}],   top-level boxes
      "edges": [edge],
-     "variables": [{"name", "dtype", "shape", "elements": int, "stats"?: {"min", "max", "mean",
-                    "std"}, "error"?: str}]}
+     "variables": [{"name", "dtype", "shape", "stats"?: {"min", "max", "mean", "std"},
+                    "error"?: str}]}
     edge = {"points": [[x, y]], "label": str}   label: the tensor's shape, `?` where unknown
 """
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
+from savedmodel.model_summary import summarize_structure
 from savedmodel.protos import attr_value_pb2
 from savedmodel.static_shapes import SEPARATOR, ModelStructure, Node, Output, Variable
 from savedmodel.views.jsonview import attr_json
@@ -44,8 +47,6 @@ from savedmodel.views.values import Shape
 from savedmodel.views.weights import WeightStats, weight_stats
 
 HIDDEN_OPS = frozenset({"Const", "VarHandleOp", "VariableV2", "Variable", "ReadVariableOp", "NoOp"})
-RESHAPING_OPS = frozenset({"Reshape", "Squeeze", "ExpandDims", "Identity", "Cast", "Transpose"})
-"""Ops that only reshape a weight: a layer is named for what it then does with it."""
 CHAR = 0.61
 NODE_HEIGHT, LAYER_HEIGHT = 34.0, 40.0
 HEADER, PAD = 22.0, 10.0
@@ -154,7 +155,9 @@ class _Builder:
         return "?" if output is None else _shape_label(output.shape)
 
     def _layers(self, members_by_key: dict[str, list[int]]) -> list[dict]:
-        """The layers that have drawn nodes, in static_shapes's order (data order)."""
+        """The layers that have drawn nodes, in static_shapes's order (data order), described
+        as `savedmodel summary` describes them (type, parameters, FLOPs, output shapes)."""
+        described = dict(zip(self.structure.layers, summarize_structure(self.structure)["layers"]))
         layers = []
         for key, layer in self.structure.layers.items():
             members = members_by_key.get(key)
@@ -162,9 +165,12 @@ class _Builder:
                 continue
             for i in members:
                 self.nodes[i]["layer"] = len(layers)
-            variables = [self.structure.variables[v] for v in layer.variables]
-            layers.append({"name": layer.name, "type": _layer_type([self.nodes[i] for i in members], self.variables),
-                           "params": sum(v.elements or 0 for v in variables), "nodes": members})
+            summary = described[key]
+            layers.append({"name": layer.name, "type": summary["type"], "params": summary["params"],
+                           "trainable": summary["trainable_params"],
+                           "flops": summary["flops"] if summary["flops_known"] else None,
+                           "outputs": [_shape_text(self.structure.output(ref).shape) or "?" for ref in layer.outputs],
+                           "variables": [self._variable(v) for v in layer.variables], "nodes": members})
         return layers
 
 
@@ -191,16 +197,6 @@ def _display(path: str) -> str:
 
 def _attrs(attr_map) -> list[list[str]]:
     return [[k, _attr_text(attr_map[k])] for k in sorted(attr_map) if not k.startswith("_")]
-
-
-def _layer_type(nodes: list[dict], variables: list[dict]) -> str:
-    """The op that says what a layer does: the one that reads the layer's largest weight
-    (the kernel, not the bias) other than by reshaping it, else the commonest op."""
-    reading = [(n["op"] not in RESHAPING_OPS, max(variables[v]["elements"] for v in n["variables"]), -i, n["op"])
-               for i, n in enumerate(nodes) if n["variables"]]
-    if reading:
-        return max(reading)[3]
-    return Counter(n["op"] for n in nodes).most_common(1)[0][0]
 
 
 def _shape_label(shape: Shape | None) -> str:
@@ -231,8 +227,7 @@ def _preview(value: attr_value_pb2.AttrValue) -> str:
 
 
 def _variable(variable: Variable, stats: WeightStats | None) -> dict:
-    found = {"name": variable.name, "dtype": variable.dtype, "shape": _shape_text(variable.shape) or "?",
-             "elements": variable.elements or 0}
+    found = {"name": variable.name, "dtype": variable.dtype, "shape": _shape_text(variable.shape) or "?"}
     if stats is not None and stats.stats is not None:
         found["stats"] = {k: f"{v:.6g}" if isinstance(v, float) else v for k, v in stats.stats.items()}
     if stats is not None and stats.error is not None:
