@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
 from savedmodel.runtime.saved_model_file import read_saved_model
 from savedmodel.views.render import FORMATS, render, write_file
@@ -14,9 +15,10 @@ from savedmodel.views.select import choose_meta_graph, select
 
 @click.command()
 @click.argument("export_dir", type=click.Path(path_type=Path))
-@click.option("--tag-set", "--tag_set", "tags", metavar="TAGS",
+@click.option("--tag-set", "--tag_set", "tags", shell_complete=complete_tag_sets, metavar="TAGS",
               help="Comma-separated tag-set of the MetaGraphDef (default: the only one, else 'serve').")
-@click.option("--signature-def", "--signature_def", "signature", metavar="KEY",
+@click.option("--signature-def", "--signature_def", "signature",
+              shell_complete=complete_signatures, metavar="KEY",
               help="Show what this signature runs (default: serving_default if present).")
 @click.option("--function", "function", metavar="NAME", help="Show the body of this library function.")
 @click.option("--whole-graph", "--whole_graph", "whole_graph", is_flag=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
 from savedmodel.compare import differences, import_tensorflow, random_feeds, run_ours, run_tensorflow
 from savedmodel.input_specs import InputSpecError, parse_input_exprs, parse_inputs
@@ -55,9 +56,11 @@ def _given_feeds(inputs: str | None, input_exprs: str | None) -> dict:
 
 @click.command()
 @click.argument("export_dir", type=_DIR)
-@click.option("--signature-def", "--signature_def", "signature", default="serving_default",
+@click.option("--signature-def", "--signature_def", "signature",
+              shell_complete=complete_signatures, default="serving_default",
               show_default=True, help="The SignatureDef to run.")
-@click.option("--tag-set", "--tag_set", "tags", default="serve", show_default=True,
+@click.option("--tag-set", "--tag_set", "tags",
+              shell_complete=complete_tag_sets, default="serve", show_default=True,
               help="Comma-separated tag-set of the MetaGraphDef.")
 @click.option("--inputs", metavar="SPEC", help="NAME=file.npy or NAME=file.npz[key], separated by ';'.")
 @click.option("--input-exprs", "--input_exprs", "input_exprs", metavar="SPEC",
@@ -103,9 +106,11 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
 
 @click.command()
 @click.argument("export_dir", type=_DIR)
-@click.option("--signature-def", "--signature_def", "signatures", multiple=True,
+@click.option("--signature-def", "--signature_def", "signatures",
+              shell_complete=complete_signatures, multiple=True,
               help="Signatures to compare (repeatable; default: all).")
-@click.option("--tag-set", "--tag_set", "tags", default="serve", show_default=True)
+@click.option("--tag-set", "--tag_set", "tags",
+              shell_complete=complete_tag_sets, default="serve", show_default=True)
 @click.option("--inputs", metavar="SPEC", help="As for `run`; inputs not given are random.")
 @click.option("--input-exprs", "--input_exprs", "input_exprs", metavar="SPEC", help="As for `run`.")
 @click.option("--batch", default=2, show_default=True, help="Size of unknown dimensions in random inputs.")

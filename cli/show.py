@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
 from savedmodel.describe import describe_model
 from savedmodel.runtime.errors import FileFormatError
@@ -21,9 +22,10 @@ from savedmodel.runtime.saved_model_file import format_tags
 
 @click.command()
 @click.argument("export_dir", type=click.Path(path_type=Path))
-@click.option("--tag-set", "--tag_set", "tags", metavar="TAGS",
+@click.option("--tag-set", "--tag_set", "tags", shell_complete=complete_tag_sets, metavar="TAGS",
               help="Comma-separated tag-set of the MetaGraphDef to show, e.g. 'serve'.")
-@click.option("--signature-def", "--signature_def", "signature", metavar="KEY",
+@click.option("--signature-def", "--signature_def", "signature",
+              shell_complete=complete_signatures, metavar="KEY",
               help="Show the inputs and outputs of this SignatureDef (needs --tag-set).")
 @click.option("--all", "show_all", is_flag=True,
               help="Show every MetaGraphDef with its signatures, saved functions, variables and ops.")

@@ -6,16 +6,18 @@ from pathlib import Path
 
 import click
 
+from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
 from savedmodel.model_summary import summarize, summary_text
 
 
 @click.command()
 @click.argument("export_dir", type=click.Path(path_type=Path))
-@click.option("--signature", "--signature-def", "--signature_def", "signature", metavar="KEY",
+@click.option("--signature", "--signature-def", "--signature_def", "signature",
+              shell_complete=complete_signatures, metavar="KEY",
               help="The signature to summarize (default: serving_default if present, else the "
                    "whole graph).")
-@click.option("--tag-set", "--tag_set", "tags", metavar="TAGS",
+@click.option("--tag-set", "--tag_set", "tags", shell_complete=complete_tag_sets, metavar="TAGS",
               help="Comma-separated tag-set of the MetaGraphDef (default: the only one, else 'serve').")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (savedmodel.summary/1).")
 @reports_errors

@@ -146,6 +146,21 @@ def _variables(export_dir: Path) -> list[dict]:
     return describe_checkpoint(prefix)["tensors"]
 
 
+def tag_set_names(export_dir: str | Path) -> list[str]:
+    """The model's tag-sets as `--tag-set` takes them (`serve`, `serve,gpu`), for shell
+    completion: saved_model.pb is parsed, nothing else is read."""
+    return [format_tags(sorted(tag_set(m))) for m in read_saved_model(export_dir).meta_graphs]
+
+
+def signature_names(export_dir: str | Path, tags: str | None = None) -> list[str]:
+    """The signature keys of the MetaGraphDef tagged `tags` (comma-separated), or of every
+    MetaGraphDef when `tags` is None or names none of them; sorted."""
+    meta_graphs = read_saved_model(export_dir).meta_graphs
+    wanted = {t.strip() for t in tags.split(",") if t.strip()} if tags else None
+    chosen = [m for m in meta_graphs if wanted is not None and tag_set(m) == wanted] or meta_graphs
+    return sorted({key for m in chosen for key in m.signature_def})
+
+
 def op_counts(meta_graph: meta_graph_pb2.MetaGraphDef, engine: str = "numpy") -> list[dict]:
     """How often each op occurs in the graph and its functions, and whether `engine` ("numpy"
     or "native") can run it (library function names count as supported ops)."""
