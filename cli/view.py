@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
 from savedmodel.cli.show import size_text
 from savedmodel.views.viewer_page import write_view
@@ -12,9 +13,10 @@ from savedmodel.views.viewer_page import write_view
 
 @click.command()
 @click.argument("export_dir", type=click.Path(path_type=Path))
-@click.option("--signature", "--signature-def", "--signature_def", "signature", metavar="KEY",
+@click.option("--signature", "--signature-def", "--signature_def", "signature",
+              shell_complete=complete_signatures, metavar="KEY",
               help="Show what this signature runs (default: serving_default if present, else the whole graph).")
-@click.option("--tag-set", "--tag_set", "tags", metavar="TAGS",
+@click.option("--tag-set", "--tag_set", "tags", shell_complete=complete_tag_sets, metavar="TAGS",
               help="Comma-separated tag-set of the MetaGraphDef (default: the only one, else 'serve').")
 @click.option("--output", "-o", "output", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the page (default: NAME.html in the current directory, NAME the "
