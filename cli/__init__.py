@@ -15,6 +15,7 @@ from savedmodel.cli.inspect_commands import ckpt, diff, ops
 from savedmodel.cli.run_commands import compare, run
 from savedmodel.cli.show import show
 from savedmodel.cli.summary import summary
+from savedmodel.cli.view import view
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,5 +32,5 @@ def main() -> None:
     """
 
 
-for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary):
+for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary, view):
     main.add_command(command)

@@ -26,6 +26,7 @@ COMMANDS = {
     "diff": ([SEEDS, SEEDS], "savedmodel.cli.inspect_commands.diff_models"),
     "compare": ([SEEDS], "savedmodel.cli.run_commands.load"),
     "summary": ([SEEDS], "savedmodel.cli.summary.summarize"),
+    "view": ([SEEDS], "savedmodel.cli.view.write_view"),
 }
 
 
