@@ -10,11 +10,13 @@ import numpy as np
 
 from savedmodel.cli.errors import reports_errors
 from savedmodel.cli.node_report import print_node_reports
+from savedmodel.cli.progress import progress_option
 from savedmodel.compare import (differences, import_tensorflow, random_feeds, run_ours, run_tensorflow,
                                 saved_inputs)
 from savedmodel.compare import save_inputs as save_input_file
 from savedmodel.input_specs import InputSpecError, load_npz, parse_input_exprs, parse_inputs
 from savedmodel.node_compare import compare_nodes, engine_run, tensorflow_run
+from savedmodel.progress import bar
 from savedmodel.runtime import Limits, load, time_limit
 from savedmodel.runtime.loader import ENGINES
 from savedmodel.runtime.atomic_files import write_file
@@ -142,6 +144,7 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
               help="With --per-node: how many diverging tensors to print per signature.")
 @_engine
 @_limits
+@progress_option
 @reports_errors
 def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: str | None,
             input_exprs: str | None, load_inputs: Path | None, save_inputs: Path | None, batch: int,
@@ -172,16 +175,18 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
     if other is None:
         click.echo("TensorFlow is not installed: running on our runtime only", err=True)
     report, failed = [], False
-    for name in names:
-        click.echo(f"running {name}...", err=True)
-        with time_limit(timeout):
-            ours = run_ours(export_dir, name, feeds[name], _tags(tags), allow_file_access, bounds, engine)
-        theirs = other(name, feeds[name]) if other is not None else None
-        rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
-        failed |= any(not r.within for r in rows)
-        report.append({"signature": name, "outputs": [r.__dict__ | {"shape": list(r.shape)} for r in rows]
-                       if theirs is not None else [{"key": k, "dtype": str(v.dtype), "shape": list(v.shape)}
-                                                   for k, v in ours.items()]})
+    with bar("signatures", len(names), "signatures") as shown:
+        for name in names:
+            click.echo(f"running {name}...", err=True)
+            with time_limit(timeout):
+                ours = run_ours(export_dir, name, feeds[name], _tags(tags), allow_file_access, bounds, engine)
+            theirs = other(name, feeds[name]) if other is not None else None
+            rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
+            failed |= any(not r.within for r in rows)
+            report.append({"signature": name, "outputs": [r.__dict__ | {"shape": list(r.shape)} for r in rows]
+                           if theirs is not None else [{"key": k, "dtype": str(v.dtype), "shape": list(v.shape)}
+                                                       for k, v in ours.items()]})
+            shown.update(1)
     _print_report(report, as_json, other is not None, against)
     if failed:
         raise SystemExit(1)
@@ -209,11 +214,13 @@ def _compare_per_node(export_dir: Path, feeds: dict, tags: set[str], against: st
     used: list[str] = []
     ours = engine_run(engine, tags, allow_file_access, bounds, used)
     reports = []
-    for name, values in feeds.items():
-        click.echo(f"running {name} node by node...", err=True)
-        with time_limit(timeout):
-            reports.append(compare_nodes(export_dir, name, tags, values, ours, theirs, atol, rtol,
-                                         other_model))
+    with bar("signatures", len(feeds), "signatures") as shown:
+        for name, values in feeds.items():
+            click.echo(f"running {name} node by node...", err=True)
+            with time_limit(timeout):
+                reports.append(compare_nodes(export_dir, name, tags, values, ours, theirs, atol, rtol,
+                                             other_model))
+            shown.update(1)
     print_node_reports(reports, used[0] if used else engine, against, as_json, max_nodes)
     if any(r.diverging or r.non_finite for r in reports):
         raise SystemExit(1)
