@@ -16,7 +16,7 @@ from savedmodel.compare import (differences, import_tensorflow, random_feeds, ru
 from savedmodel.compare import save_inputs as save_input_file
 from savedmodel.input_specs import InputSpecError, load_npz, parse_input_exprs, parse_inputs
 from savedmodel.node_compare import compare_nodes, engine_run, tensorflow_run
-from savedmodel.progress import bar
+from savedmodel.progress import bar, note
 from savedmodel.runtime import Limits, load, time_limit
 from savedmodel.runtime.loader import ENGINES
 from savedmodel.runtime.atomic_files import write_file
@@ -177,7 +177,7 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
     report, failed = [], False
     with bar("signatures", len(names), "signatures") as shown:
         for name in names:
-            click.echo(f"running {name}...", err=True)
+            note(f"running {name}...")
             with time_limit(timeout):
                 ours = run_ours(export_dir, name, feeds[name], _tags(tags), allow_file_access, bounds, engine)
             theirs = other(name, feeds[name]) if other is not None else None
@@ -216,7 +216,7 @@ def _compare_per_node(export_dir: Path, feeds: dict, tags: set[str], against: st
     reports = []
     with bar("signatures", len(feeds), "signatures") as shown:
         for name, values in feeds.items():
-            click.echo(f"running {name} node by node...", err=True)
+            note(f"running {name} node by node...")
             with time_limit(timeout):
                 reports.append(compare_nodes(export_dir, name, tags, values, ours, theirs, atol, rtol,
                                              other_model))

@@ -86,8 +86,10 @@ def bench(export_dir: str | Path, signature: str = "serving_default", batches: I
     report = BenchReport(str(export_dir), signature, model.engine, model.engine_reason, bounded, warmup)
     for batch in batches:
         feeds = random_feeds(run, batch, seed)
-        for _ in range(warmup):
-            run(**feeds)
+        with bar(f"batch {batch} warm-up", warmup, "calls") as shown:
+            for _ in range(warmup):
+                run(**feeds)
+                shown.update(1)
         latencies = _timed(run, feeds, iterations, seconds, f"batch {batch}")
         report.timings.append(_timing(batch, latencies))
     return report
@@ -104,16 +106,18 @@ def _timed(run, feeds: dict, iterations: int | None, seconds: float | None, labe
     """Seconds per call, for calls until `iterations` calls or `seconds` have passed."""
     latencies: list[float] = []
     clock = time.perf_counter
-    start = last = clock()
+    start = clock()
     total, unit = (iterations, "calls") if iterations is not None else (seconds, "s")
+    drawn = 0.0
     with bar(label, total, unit) as shown:
         while True:
             before = clock()
             run(**feeds)
             after = clock()
             latencies.append(after - before)
-            shown.update(1 if iterations is not None else after - last)
-            last = after
+            done = len(latencies) if iterations is not None else min(after - start, seconds)
+            shown.update(done - drawn)  # never past the total: the last call may end after it
+            drawn = done
             if iterations is not None and len(latencies) >= iterations:
                 break
             if seconds is not None and after - start >= seconds:

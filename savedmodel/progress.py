@@ -83,6 +83,15 @@ def _new_bar(tqdm, description: str, total: float | None, unit: str):
                 dynamic_ncols=True, delay=DELAY, bar_format=TIME_FORMAT if unit == "s" else None)
 
 
+def note(message: str) -> None:
+    """Write a line to stderr without tearing a bar that is being drawn there."""
+    tqdm = _tqdm() if _SHOWN.get() else None
+    if tqdm is None:
+        print(message, file=sys.stderr, flush=True)
+    else:
+        tqdm.write(message, file=sys.stderr)
+
+
 class _RuntimeBars:
     """Bars for the runtime's progress reports (runtime.progress.Reporter)."""
 
