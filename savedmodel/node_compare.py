@@ -17,6 +17,7 @@ from savedmodel.compare import differences
 from savedmodel.per_node import PER_NODE_SIGNATURE, Exposed, Tensor, exposed_copy
 from savedmodel.runtime import load
 from savedmodel.runtime.limits import DEFAULT, Limits
+from savedmodel.runtime.loader import INIT_OP_COLLECTIONS, INIT_OP_SIGNATURE, TABLE_INITIALIZERS
 
 Run = Callable[[Exposed, dict], dict]
 """One side: runs the exposed copy's PER_NODE_SIGNATURE on feeds; tensors by key."""
@@ -76,11 +77,36 @@ def tensorflow_run(tf, tags: set[str]) -> Run:
         graph = tf.Graph()
         with tf.compat.v1.Session(graph=graph) as session:
             meta_graph = tf.compat.v1.saved_model.loader.load(session, sorted(tags), str(exposed.export_dir))
+            if _tables_left_uninitialized(meta_graph):
+                session.run(tf.compat.v1.tables_initializer(), _asset_feeds(exposed.export_dir, meta_graph))
             signature = meta_graph.signature_def[PER_NODE_SIGNATURE]
             values = session.run({k: v.name for k, v in signature.outputs.items()},
                                  {signature.inputs[k].name: v for k, v in feeds.items()})
-        return {k: np.asarray(v) for k, v in values.items()}
+        return {k: _as_ours(v) for k, v in values.items()}
     return run
+
+
+def _tables_left_uninitialized(meta_graph) -> bool:
+    """A TensorFlow 1 export with tables and no init op: TensorFlow's TensorFlow 1 loader
+    leaves its tables empty, where its TensorFlow 2 loader and ours run the table initializers
+    (runtime.loader)."""
+    collections = meta_graph.collection_def
+    return (INIT_OP_SIGNATURE not in meta_graph.signature_def and TABLE_INITIALIZERS in collections
+            and not any(key in collections for key in INIT_OP_COLLECTIONS))
+
+
+def _asset_feeds(export_dir: Path, meta_graph) -> dict:
+    """The asset placeholders fed the paths of the model's asset copies, as TensorFlow's loader
+    feeds them to an init op (its own function: TensorFlow 1 exports list assets in two ways)."""
+    from tensorflow.python.saved_model import loader_impl
+    return loader_impl.get_asset_tensors(str(export_dir), meta_graph)
+
+
+def _as_ours(value) -> np.ndarray:
+    """A value a TensorFlow session returned, as our engines return it: strings (bytes, or
+    arrays of fixed-width bytes for scalars) as object arrays of bytes."""
+    array = np.asarray(value)
+    return array.astype(object) if array.dtype.kind == "S" else array
 
 
 def compare_nodes(export_dir: str | Path, signature: str, tags: set[str], feeds: dict, ours: Run,

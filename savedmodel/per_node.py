@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from savedmodel.op_defs import all_op_defs
 from savedmodel.protos import graph_pb2, meta_graph_pb2, node_def_pb2, saved_model_pb2, types_pb2
 from savedmodel.runtime.errors import SavedModelError
-from savedmodel.op_defs import all_op_defs
 from savedmodel.runtime.graph_file import _dtype as first_output_dtype
 from savedmodel.runtime.graph_file import graph_meta_graph, is_graph_file, read_graph
 from savedmodel.runtime.inline import simplify
@@ -38,8 +38,14 @@ from savedmodel.runtime.saved_model_file import find_meta_graph, read_saved_mode
 PER_NODE_SIGNATURE = "__savedmodel_per_node__"
 """The signature of the copy that returns every intermediate tensor."""
 
-_UNCOMPARABLE = frozenset({types_pb2.DT_RESOURCE, types_pb2.DT_VARIANT})
-"""Handles and variants are not values: they are not exposed."""
+_REF = types_pb2.DT_FLOAT_REF - types_pb2.DT_FLOAT
+"""A TensorFlow 1 reference's DataType is its value's plus this."""
+
+
+def _comparable(dtype: int) -> bool:
+    """Handles, variants and TensorFlow 1 references (a ref variable's output) are not values:
+    they are not exposed (what reads a reference is)."""
+    return dtype not in (types_pb2.DT_RESOURCE, types_pb2.DT_VARIANT) and dtype < _REF
 
 
 class PerNodeError(SavedModelError):
@@ -101,8 +107,8 @@ def _expose(meta_graph: meta_graph_pb2.MetaGraphDef, signature: str, where: str)
     op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
     library = FunctionLibrary(meta_graph.graph_def.library, op_defs)
     spec = _graph_spec(meta_graph, op_defs, library, None, library.limits)
-    feeds = {_parse_ref(info.name)[0] for info in found.inputs.values()}
-    fetches = [_parse_ref(info.name) for info in found.outputs.values()]
+    feeds = {_parse_ref(name)[0] for info in found.inputs.values() for name in _tensor_names(info)}
+    fetches = [_parse_ref(name) for info in found.outputs.values() for name in _tensor_names(info)]
     nodes, fetches, _ = simplify(spec, feeds, fetches, [])
     needed = _needed(nodes, [name for name, _ in fetches], feeds)
     frames = sorted({nodes[n].op for n in needed} & FRAME_OPS)
@@ -121,6 +127,18 @@ def _expose(meta_graph: meta_graph_pb2.MetaGraphDef, signature: str, where: str)
         exposed.outputs[tensor.key].CopyFrom(meta_graph_pb2.TensorInfo(
             name=f"{writer.renamed(tensor.node)}:{tensor.index}", dtype=dtype))
     return tuple(tensor for tensor, _ in tensors)
+
+
+def _tensor_names(info: meta_graph_pb2.TensorInfo) -> list[str]:
+    """The graph tensors of a signature input or output: itself, or a sparse or ragged
+    tensor's components."""
+    encoding = info.WhichOneof("encoding")
+    if encoding == "coo_sparse":
+        coo = info.coo_sparse
+        return [coo.indices_tensor_name, coo.values_tensor_name, coo.dense_shape_tensor_name]
+    if encoding == "composite_tensor":
+        return [component.name for component in info.composite_tensor.components]
+    return [info.name]
 
 
 def _prefix(graph: graph_pb2.GraphDef) -> str:
@@ -175,7 +193,7 @@ class _Writer:
                 continue
             inputs = tuple(self._source_key(ref) for ref in node.data)
             for index, dtype in enumerate(_output_dtypes(self.op_defs, node)):
-                if dtype not in _UNCOMPARABLE:
+                if _comparable(dtype):
                     tensors.append((Tensor(name, index, node.op, node.function, inputs), dtype))
         return tensors
 
@@ -227,7 +245,7 @@ def _output_dtypes(op_defs: dict, node: GraphNode) -> list[int]:
         if arg.type_list_attr:
             dtypes += list(attrs[arg.type_list_attr].list.type)
             continue
-        dtype = arg.type or attrs[arg.type_attr].type
+        dtype = (arg.type or attrs[arg.type_attr].type) + (_REF if arg.is_ref else 0)
         dtypes += [dtype] * (attrs[arg.number_attr].i if arg.number_attr else 1)
     return dtypes
 

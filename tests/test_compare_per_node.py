@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import SAVEDMODELS
+from conftest import DATA, SAVEDMODELS
 from savedmodel.cli import main
 from savedmodel.compare import random_feeds
 from savedmodel.runtime import load
@@ -212,3 +212,22 @@ def test_finds_a_changed_weight_against_tensorflow(tf, tmp_path):
                        against="tensorflow")
     assert result.exit_code == 1, result.output
     _check_found_at_second_conv(_json(result.output))
+
+
+def test_tensorflow_1_references_are_not_exposed():
+    """A ref variable's output is a reference, not a value: what reads it is compared."""
+    result = _per_node(DATA / "models" / "tf1_ref")
+    assert result.exit_code == 0, result.output
+    (entry,) = _json(result.output)["signatures"]
+    assert entry["compared"] > 0
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("model", ["keras_string_lookup", "tf1_tables"])
+def test_strings_and_tables_agree_with_tensorflow(tf, model):
+    """Strings come back from a TensorFlow session as bytes; a TensorFlow 1 export's tables
+    are initialized (from its asset copies) as TensorFlow's TensorFlow 2 loader and ours do."""
+    result = _per_node(DATA / "models" / model, against="tensorflow")
+    assert result.exit_code == 0, result.output
+    (entry,) = _json(result.output)["signatures"]
+    assert entry["compared"] > 0 and entry["diverging"] == []
