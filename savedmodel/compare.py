@@ -129,6 +129,8 @@ def save_inputs(path: Path, feeds: dict[str, dict], signatures) -> None:
     signature converts them) to an .npz file, keyed `signature/input`, so that a later
     `compare --load-inputs` (or `run --inputs`) feeds exactly the same values; written
     atomically. Strings are stored as fixed-width bytes (object arrays need pickle)."""
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path}: no directory {str(path.parent)!r} to write the inputs to")
     arrays = {}
     for name, values in feeds.items():
         specs = signatures[name].inputs

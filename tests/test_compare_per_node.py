@@ -189,6 +189,13 @@ def test_bare_input_names_apply_to_every_signature_and_given_inputs_win(tmp_path
     assert all(np.array_equal(value, image) for value in np.load(out).values())
 
 
+def test_save_inputs_into_a_missing_directory_is_one_line(tmp_path):
+    target = tmp_path / "missing" / "inputs.npz"
+    result = _run("compare", KERAS_CNN, "--against", "numpy", "--save-inputs", target)
+    assert result.exit_code == 1 and f"no directory {str(target.parent)!r}" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not target.parent.exists()
+
+
 def test_load_inputs_that_are_not_npz_is_one_line(tmp_path):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
