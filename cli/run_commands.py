@@ -159,6 +159,7 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
         raise click.UsageError("--other-model applies to --per-node comparisons only")
     given = _given_feeds(inputs, input_exprs)
     bounds = Limits().raised(limits)
+    theirs = _per_node_side(against, _tags(tags), allow_file_access, bounds) if per_node else None
     with time_limit(timeout):
         model = load(export_dir, _tags(tags), allow_file_access=allow_file_access, limits=bounds,
                      engine=engine)
@@ -168,8 +169,8 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
     if save_inputs is not None:
         save_input_file(save_inputs, feeds, model.signatures)
     if per_node:
-        _compare_per_node(export_dir, feeds, _tags(tags), against, engine, other_model, atol, rtol,
-                          as_json, max_nodes, allow_file_access, bounds, timeout)
+        _compare_per_node(export_dir, feeds, _tags(tags), theirs, against, engine, other_model, atol,
+                          rtol, as_json, max_nodes, allow_file_access, bounds, timeout)
         return
     other = _other_side(against, export_dir, _tags(tags), allow_file_access, bounds, timeout)
     if other is None:
@@ -198,19 +199,23 @@ def _feeds(signature, name: str, batch: int, seed: int, saved: dict, given: dict
     return {k: v for k, v in feeds.items() if k in signature.inputs}
 
 
-def _compare_per_node(export_dir: Path, feeds: dict, tags: set[str], against: str, engine: str,
+def _per_node_side(against: str, tags: set[str], allow_file_access: bool, bounds: Limits):
+    """What runs the other side of a --per-node comparison; a usage error, before any work,
+    when that is TensorFlow and it is not installed."""
+    if against != "tensorflow":
+        return engine_run(against, tags, allow_file_access, bounds)
+    click.echo("importing TensorFlow...", err=True)
+    tf = import_tensorflow()
+    if tf is None:
+        raise click.UsageError("--per-node --against tensorflow needs TensorFlow, which is not "
+                               "installed (pip install 'savedmodel[interop]'); or compare two of "
+                               "our engines with --against numpy|native")
+    return tensorflow_run(tf, tags)
+
+
+def _compare_per_node(export_dir: Path, feeds: dict, tags: set[str], theirs, against: str, engine: str,
                       other_model: Path | None, atol: float, rtol: float, as_json: bool, max_nodes: int,
                       allow_file_access: bool, bounds: Limits, timeout: float | None) -> None:
-    if against == "tensorflow":
-        click.echo("importing TensorFlow...", err=True)
-        tf = import_tensorflow()
-        if tf is None:
-            raise click.UsageError("--per-node --against tensorflow needs TensorFlow, which is not "
-                                   "installed (pip install 'savedmodel[interop]'); or compare two of "
-                                   "our engines with --against numpy|native")
-        theirs = tensorflow_run(tf, tags)
-    else:
-        theirs = engine_run(against, tags, allow_file_access, bounds)
     used: list[str] = []
     ours = engine_run(engine, tags, allow_file_access, bounds, used)
     reports = []

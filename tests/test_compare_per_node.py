@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -127,11 +129,23 @@ def test_reports_the_first_node_with_nan_the_other_side_lacks(tmp_path):
     assert "first NaN/Inf: " in text and "(op Rsqrt): theirs has 8 NaN and 0 Inf where ours is finite" in text
 
 
-def test_against_tensorflow_without_it_is_a_usage_error(monkeypatch):
+def test_against_tensorflow_without_it_is_a_usage_error(monkeypatch, tmp_path):
     monkeypatch.setattr("savedmodel.cli.run_commands.import_tensorflow", lambda: None)
-    result = _run("compare", KERAS_CNN, "--per-node")
+    saved = tmp_path / "inputs.npz"
+    result = _run("compare", KERAS_CNN, "--per-node", "--save-inputs", saved)
     assert result.exit_code == 2
     assert "needs TensorFlow, which is not installed" in result.output
+    assert not saved.exists()  # refused before any work
+
+
+def test_against_tensorflow_when_it_cannot_be_imported():
+    """TensorFlow made unimportable in a fresh process, as on an installation without it."""
+    block = ("import sys; sys.modules['tensorflow'] = None; sys.argv[0] = 'savedmodel'; "
+             "from savedmodel.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", block, "compare", str(KERAS_CNN), "--per-node"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "needs TensorFlow, which is not installed" in done.stderr and done.stdout == ""
 
 
 def test_other_model_needs_per_node():
