@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +45,7 @@ class BenchReport:
     """The engine that ran (auto resolves to one)."""
     engine_reason: str
     threads: str | None
-    """How many threads, and for what (see limit_threads); None: the engines' defaults."""
+    """How many threads, and for what (see bounded_threads); None: the engines' defaults."""
     warmup: int
     timings: list[BatchTiming] = field(default_factory=list)
 
@@ -53,19 +54,25 @@ class BenchError(ValueError):
     """A benchmark that cannot be run as asked."""
 
 
-def limit_threads(threads: int) -> str:
-    """Bound the threads the engines compute with, before they start: the native engine's
-    (rayon's pool reads RAYON_NUM_THREADS when it starts, so only a process that has not run
-    native kernels yet) and numpy's BLAS (through threadpoolctl, when installed). Says what
-    was bounded, for the report."""
+@contextmanager
+def bounded_threads(threads: int | None) -> Iterator[str | None]:
+    """Bound the threads the engines compute with inside the block; yields what was bounded,
+    for the report (None: nothing, the engines' defaults). numpy's BLAS is bounded through
+    threadpoolctl, when installed, and restored afterwards; the native engine's pool reads
+    RAYON_NUM_THREADS once, when it starts, so it is bounded only in a process that has not
+    run native kernels yet, and stays so (the command line's case)."""
+    if threads is None:
+        yield None
+        return
     os.environ["RAYON_NUM_THREADS"] = str(threads)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        return (f"{threads} for the native engine; numpy's BLAS is not bounded without threadpoolctl "
-                "(pip install 'savedmodel[cli]')")
-    threadpool_limits(limits=threads)
-    return f"{threads} for the native engine and numpy's BLAS"
+        yield (f"{threads} for the native engine; numpy's BLAS is not bounded without threadpoolctl "
+               "(pip install 'savedmodel[cli]')")
+        return
+    with threadpool_limits(limits=threads):
+        yield f"{threads} for the native engine and numpy's BLAS"
 
 
 def bench(export_dir: str | Path, signature: str = "serving_default", batches: Iterable[int] = (1,), *,
@@ -74,25 +81,29 @@ def bench(export_dir: str | Path, signature: str = "serving_default", batches: I
           allow_file_access: bool = False) -> BenchReport:
     """Time `signature` of the model at `export_dir` for each batch size (see the module
     docstring); `seconds` defaults to DEFAULT_SECONDS when `iterations` is not given.
-    `threads` bounds the engines' threads for the whole process (see limit_threads)."""
+    `threads` bounds the engines' threads (see bounded_threads)."""
     if seconds is None and iterations is None:
         seconds = DEFAULT_SECONDS
-    bounded = None if threads is None else limit_threads(threads)
-    model = load(export_dir, set(tags), engine=engine, allow_file_access=allow_file_access)
-    run = model.signatures[signature]
-    batches = list(batches)
-    if len(batches) > 1 or batches != [1]:
-        _check_batchable(run, signature)
-    report = BenchReport(str(export_dir), signature, model.engine, model.engine_reason, bounded, warmup)
-    for batch in batches:
-        feeds = random_feeds(run, batch, seed)
-        with bar(f"batch {batch} warm-up", warmup, "calls") as shown:
-            for _ in range(warmup):
-                run(**feeds)
-                shown.update(1)
-        latencies = _timed(run, feeds, iterations, seconds, f"batch {batch}")
-        report.timings.append(_timing(batch, latencies))
+    with bounded_threads(threads) as bounded:
+        model = load(export_dir, set(tags), engine=engine, allow_file_access=allow_file_access)
+        run = model.signatures[signature]
+        batches = list(batches)
+        if len(batches) > 1 or batches != [1]:
+            _check_batchable(run, signature)
+        report = BenchReport(str(export_dir), signature, model.engine, model.engine_reason, bounded, warmup)
+        for batch in batches:
+            report.timings.append(_batch_timing(run, batch, iterations, seconds, warmup, seed))
     return report
+
+
+def _batch_timing(run, batch: int, iterations: int | None, seconds: float | None, warmup: int,
+                  seed: int) -> BatchTiming:
+    feeds = random_feeds(run, batch, seed)
+    with bar(f"batch {batch} warm-up", warmup, "calls") as shown:
+        for _ in range(warmup):
+            run(**feeds)
+            shown.update(1)
+    return _timing(batch, _timed(run, feeds, iterations, seconds, f"batch {batch}"))
 
 
 def _check_batchable(run, signature: str) -> None:

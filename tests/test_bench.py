@@ -3,6 +3,7 @@ names is the engine that ran. No timed assertions: only how the numbers relate."
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -53,11 +54,11 @@ def test_json_report_names_the_engine_that_ran(monkeypatch, engine):
 
 def test_text_report_prints_the_engine_and_a_row_per_batch(monkeypatch):
     used = _spied_engines(monkeypatch)
-    result = _run("bench", KERAS_CNN, "--batch", "2,3", "--iterations", "3", "--threads", "1")
+    result = _run("bench", KERAS_CNN, "--batch", "2,3", "--iterations", "3")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert f": engine {used[0]} (" in lines[0]
-    assert lines[1].startswith("threads: 1 for the native engine")
+    assert lines[1].startswith("threads: engine defaults")
     assert lines[2].split() == ["batch", "calls", "p50", "ms", "p90", "ms", "p99", "ms", "mean", "ms", "rows/s"]
     assert [line.split()[:2] for line in lines[3:]] == [["2", "3"], ["3", "3"]]
 
@@ -83,3 +84,19 @@ def test_bad_batch_sizes_are_usage_errors(batch):
 def test_unknown_signature_is_one_line():
     result = _run("bench", KERAS_CNN, "--signature-def", "nope", "--iterations", "1")
     assert result.exit_code == 1 and "available: serve, serving_default" in result.output
+
+
+def test_threads_are_bounded_for_the_run_and_reported(monkeypatch):
+    """On the numpy engine, so that no native pool starts here with one thread for the rest of
+    the test session; the variable the native pool reads is restored by monkeypatch."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    monkeypatch.setenv("RAYON_NUM_THREADS", "")
+    seen = []
+    monkeypatch.setattr(benchmark, "_timing", lambda batch, latencies: seen.append(
+        [info["num_threads"] for info in threadpoolctl.threadpool_info()]) or benchmark.BatchTiming(
+        batch, len(latencies), 1.0, 1.0, 1.0, 1.0, 1.0))
+    before = [info["num_threads"] for info in threadpoolctl.threadpool_info()]
+    report = benchmark.bench(KERAS_CNN, engine="numpy", iterations=1, warmup=0, threads=1)
+    assert report.threads == "1 for the native engine and numpy's BLAS"
+    assert before and seen == [[1] * len(before)] and os.environ["RAYON_NUM_THREADS"] == "1"
+    assert [info["num_threads"] for info in threadpoolctl.threadpool_info()] == before
