@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from savedmodel.cli.bench import bench
 from savedmodel.cli.demo import demo
 from savedmodel.cli.graph import graph
 from savedmodel.cli.inspect_commands import ckpt, diff, ops
@@ -32,5 +33,5 @@ def main() -> None:
     """
 
 
-for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary, view):
+for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary, view, bench):
     main.add_command(command)

@@ -1,5 +1,5 @@
-"""`savedmodel run` and `savedmodel compare`: run signatures on numpy, and check them against
-TensorFlow."""
+"""`savedmodel run` and `savedmodel compare`: run signatures on our engines, and check them against
+TensorFlow or each other (output by output, or node by node)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +10,14 @@ import numpy as np
 
 from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
-from savedmodel.compare import differences, import_tensorflow, random_feeds, run_ours, run_tensorflow
-from savedmodel.input_specs import InputSpecError, parse_input_exprs, parse_inputs
+from savedmodel.cli.node_report import print_node_reports
+from savedmodel.cli.progress import progress_option
+from savedmodel.compare import (differences, import_tensorflow, random_feeds, run_ours, run_tensorflow,
+                                saved_inputs)
+from savedmodel.compare import save_inputs as save_input_file
+from savedmodel.input_specs import InputSpecError, load_npz, parse_input_exprs, parse_inputs
+from savedmodel.node_compare import compare_nodes, engine_run, tensorflow_run
+from savedmodel.progress import bar, note
 from savedmodel.runtime import Limits, load, time_limit
 from savedmodel.runtime.loader import ENGINES
 from savedmodel.runtime.atomic_files import write_file
@@ -113,6 +119,12 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
               shell_complete=complete_tag_sets, default="serve", show_default=True)
 @click.option("--inputs", metavar="SPEC", help="As for `run`; inputs not given are random.")
 @click.option("--input-exprs", "--input_exprs", "input_exprs", metavar="SPEC", help="As for `run`.")
+@click.option("--load-inputs", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.npz",
+              help="Inputs from an .npz file that --save-inputs wrote (keys SIGNATURE/INPUT, or "
+                   "INPUT for every signature with that input); --inputs and --input-exprs win.")
+@click.option("--save-inputs", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.npz",
+              help="Write the inputs each signature is fed (given or random) to FILE.npz, to "
+                   "replay them with --load-inputs.")
 @click.option("--batch", default=2, show_default=True, help="Size of unknown dimensions in random inputs.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--atol", default=1e-6, show_default=True)
@@ -121,41 +133,106 @@ def _write_outputs(outputs: dict, outdir: Path, overwrite: bool) -> None:
 @click.option("--against", type=click.Choice(("tensorflow", "native", "numpy")), default="tensorflow",
               show_default=True, help="What to compare with: TensorFlow, or one of our engines "
                                       "(to compare the native engine with the numpy engine).")
+@click.option("--per-node", is_flag=True,
+              help="Compare every intermediate tensor, not just the outputs: the signature's "
+                   "function calls are inlined and both sides (any engine, or TensorFlow) run a "
+                   "copy of the model that returns every node's outputs; prints the first "
+                   "tensors, in execution order, beyond --atol/--rtol (`<- starts here` where "
+                   "the node's inputs still agree) and the first node with NaN or Inf that the "
+                   "other side does not have. Loop and branch bodies are compared through the "
+                   "node that runs them. Against TensorFlow it needs TensorFlow (exit status 2 "
+                   "without it).")
+@click.option("--other-model", type=_DIR, metavar="DIR",
+              help="With --per-node: run the --against side on this copy of the model (re-exported, "
+                   "converted, with changed weights) instead of EXPORT_DIR; nodes are matched by name.")
+@click.option("--max-nodes", default=10, show_default=True, type=click.IntRange(min=1),
+              help="With --per-node: how many diverging tensors to print per signature.")
 @_engine
 @_limits
+@progress_option
 @reports_errors
 def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: str | None,
-            input_exprs: str | None, batch: int, seed: int, atol: float, rtol: float, as_json: bool,
-            against: str, engine: str, allow_file_access: bool, timeout: float | None,
-            limits: tuple[str, ...]) -> None:
+            input_exprs: str | None, load_inputs: Path | None, save_inputs: Path | None, batch: int,
+            seed: int, atol: float, rtol: float, as_json: bool, against: str, per_node: bool,
+            other_model: Path | None, max_nodes: int, engine: str, allow_file_access: bool,
+            timeout: float | None, limits: tuple[str, ...]) -> None:
     """Run signatures on our runtime (--engine) and on TensorFlow (when installed) or another
     engine of ours (--against) and report the largest absolute and relative differences; exit 1
     when any output is beyond --atol/--rtol. --timeout bounds each signature's run on our
-    runtime (TensorFlow's runs are not bounded)."""
+    runtime (TensorFlow's runs are not bounded). --per-node compares every intermediate tensor."""
+    if other_model is not None and not per_node:
+        raise click.UsageError("--other-model applies to --per-node comparisons only")
     given = _given_feeds(inputs, input_exprs)
     bounds = Limits().raised(limits)
+    theirs = _per_node_side(against, _tags(tags), allow_file_access, bounds) if per_node else None
     with time_limit(timeout):
         model = load(export_dir, _tags(tags), allow_file_access=allow_file_access, limits=bounds,
                      engine=engine)
     names = list(signatures) or list(model.signatures)
+    saved = load_npz(load_inputs) if load_inputs is not None else {}
+    feeds = {name: _feeds(model.signatures[name], name, batch, seed, saved, given) for name in names}
+    if save_inputs is not None:
+        save_input_file(save_inputs, feeds, model.signatures)
+    if per_node:
+        _compare_per_node(export_dir, feeds, _tags(tags), theirs, against, engine, other_model, atol,
+                          rtol, as_json, max_nodes, allow_file_access, bounds, timeout)
+        return
     other = _other_side(against, export_dir, _tags(tags), allow_file_access, bounds, timeout)
     if other is None:
         click.echo("TensorFlow is not installed: running on our runtime only", err=True)
     report, failed = [], False
-    for name in names:
-        feeds = {**random_feeds(model.signatures[name], batch, seed), **given}
-        feeds = {k: v for k, v in feeds.items() if k in model.signatures[name].inputs}
-        click.echo(f"running {name}...", err=True)
-        with time_limit(timeout):
-            ours = run_ours(export_dir, name, feeds, _tags(tags), allow_file_access, bounds, engine)
-        theirs = other(name, feeds) if other is not None else None
-        rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
-        failed |= any(not r.within for r in rows)
-        report.append({"signature": name, "outputs": [r.__dict__ | {"shape": list(r.shape)} for r in rows]
-                       if theirs is not None else [{"key": k, "dtype": str(v.dtype), "shape": list(v.shape)}
-                                                   for k, v in ours.items()]})
+    with bar("signatures", len(names), "signatures") as shown:
+        for name in names:
+            note(f"running {name}...")
+            with time_limit(timeout):
+                ours = run_ours(export_dir, name, feeds[name], _tags(tags), allow_file_access, bounds, engine)
+            theirs = other(name, feeds[name]) if other is not None else None
+            rows = differences(ours, theirs, atol, rtol) if theirs is not None else []
+            failed |= any(not r.within for r in rows)
+            report.append({"signature": name, "outputs": [r.__dict__ | {"shape": list(r.shape)} for r in rows]
+                           if theirs is not None else [{"key": k, "dtype": str(v.dtype), "shape": list(v.shape)}
+                                                       for k, v in ours.items()]})
+            shown.update(1)
     _print_report(report, as_json, other is not None, against)
     if failed:
+        raise SystemExit(1)
+
+
+def _feeds(signature, name: str, batch: int, seed: int, saved: dict, given: dict) -> dict:
+    """What a signature is fed: given inputs, else saved ones, else random ones."""
+    feeds = {**random_feeds(signature, batch, seed), **saved_inputs(saved, name, signature.inputs), **given}
+    return {k: v for k, v in feeds.items() if k in signature.inputs}
+
+
+def _per_node_side(against: str, tags: set[str], allow_file_access: bool, bounds: Limits):
+    """What runs the other side of a --per-node comparison; a usage error, before any work,
+    when that is TensorFlow and it is not installed."""
+    if against != "tensorflow":
+        return engine_run(against, tags, allow_file_access, bounds)
+    click.echo("importing TensorFlow...", err=True)
+    tf = import_tensorflow()
+    if tf is None:
+        raise click.UsageError("--per-node --against tensorflow needs TensorFlow, which is not "
+                               "installed (pip install 'savedmodel[interop]'); or compare two of "
+                               "our engines with --against numpy|native")
+    return tensorflow_run(tf, tags)
+
+
+def _compare_per_node(export_dir: Path, feeds: dict, tags: set[str], theirs, against: str, engine: str,
+                      other_model: Path | None, atol: float, rtol: float, as_json: bool, max_nodes: int,
+                      allow_file_access: bool, bounds: Limits, timeout: float | None) -> None:
+    used: list[str] = []
+    ours = engine_run(engine, tags, allow_file_access, bounds, used)
+    reports = []
+    with bar("signatures", len(feeds), "signatures") as shown:
+        for name, values in feeds.items():
+            note(f"running {name} node by node...")
+            with time_limit(timeout):
+                reports.append(compare_nodes(export_dir, name, tags, values, ours, theirs, atol, rtol,
+                                             other_model))
+            shown.update(1)
+    print_node_reports(reports, used[0] if used else engine, against, as_json, max_nodes)
+    if any(r.diverging or r.non_finite for r in reports):
         raise SystemExit(1)
 
 

@@ -32,7 +32,7 @@ from typing import NoReturn
 import numpy as np
 
 from savedmodel.protos import meta_graph_pb2, struct_pb2, trackable_object_graph_pb2
-from savedmodel.runtime import executor, structure
+from savedmodel.runtime import executor, progress, structure
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.dtypes import UnknownDTypeError, from_enum, from_name
@@ -240,19 +240,22 @@ class Model:
         nodes = self._meta_graph.object_graph_def.nodes
         paths = _object_paths(nodes)
         variables = {}
-        for node_id, node in enumerate(nodes):
-            if not node.HasField("variable"):
-                continue
-            saved = node.variable
-            try:
-                dtype = from_enum(saved.dtype)
-            except UnknownDTypeError as err:
-                raise FileFormatError(f"{self.export_dir}: variable {saved.name!r} (object "
-                                      f"{node_id}): {err}") from None
-            variable = Variable(saved.name, dtype, shape_from_proto(saved.shape))
-            variable.assign(_checkpoint_value(reader, checkpoint_graph, node_id, variable, prefix))
-            self._variables_by_node[node_id] = variable
-            variables[paths.get(node_id, saved.name)] = variable
+        count = sum(node.HasField("variable") for node in nodes)
+        with progress.task("restoring variables", count, "variables") as advance:
+            for node_id, node in enumerate(nodes):
+                if not node.HasField("variable"):
+                    continue
+                saved = node.variable
+                try:
+                    dtype = from_enum(saved.dtype)
+                except UnknownDTypeError as err:
+                    raise FileFormatError(f"{self.export_dir}: variable {saved.name!r} (object "
+                                          f"{node_id}): {err}") from None
+                variable = Variable(saved.name, dtype, shape_from_proto(saved.shape))
+                variable.assign(_checkpoint_value(reader, checkpoint_graph, node_id, variable, prefix))
+                self._variables_by_node[node_id] = variable
+                variables[paths.get(node_id, saved.name)] = variable
+                advance()
         self._bind_captured_handles()
         self._restore_saveables(reader, checkpoint_graph, prefix)
         return variables

@@ -3,6 +3,7 @@ the outputs differ. TensorFlow is imported only here, only when asked, and only 
 from __future__ import annotations
 
 import importlib
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,12 +11,14 @@ from pathlib import Path
 import numpy as np
 
 from savedmodel.runtime import load
+from savedmodel.runtime.atomic_files import write_file
 from savedmodel.runtime.graph_file import SIGNATURE as GRAPH_SIGNATURE
 from savedmodel.runtime.graph_file import is_graph_file
 from savedmodel.runtime.loader import UnknownSignatureError
 from savedmodel.runtime.saved_model_file import read_saved_model
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.dtypes import from_name
+from savedmodel.runtime.feeds import to_input
 
 
 @dataclass(frozen=True)
@@ -119,3 +122,32 @@ def run_ours(export_dir: Path, signature: str, feeds: dict, tags, allow_file_acc
     that a signature that changes variables does not change what the next one sees."""
     model = load(export_dir, tags, allow_file_access=allow_file_access, limits=limits, engine=engine)
     return model.signatures[signature](**feeds)
+
+
+def save_inputs(path: Path, feeds: dict[str, dict], signatures) -> None:
+    """Write the inputs each signature is fed (`feeds[signature][input]`, converted as the
+    signature converts them) to an .npz file, keyed `signature/input`, so that a later
+    `compare --load-inputs` (or `run --inputs`) feeds exactly the same values; written
+    atomically. Strings are stored as fixed-width bytes (object arrays need pickle)."""
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path}: no directory {str(path.parent)!r} to write the inputs to")
+    arrays = {}
+    for name, values in feeds.items():
+        specs = signatures[name].inputs
+        for key, value in values.items():
+            array = to_input(value, from_name(specs[key].dtype), specs[key].shape,
+                             f"input {key!r} of signature {name!r}")
+            arrays[f"{name}/{key}"] = array.astype(bytes) if array.dtype == object else array
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_file(path, lambda out: out.write(buffer.getvalue()))
+
+
+def saved_inputs(loaded: dict[str, np.ndarray], signature: str, inputs) -> dict[str, np.ndarray]:
+    """The arrays of a `save_inputs` file for one signature's inputs: keyed `signature/input`,
+    or by the bare input name (which then applies to every signature with that input)."""
+    found = {key: value for key, value in loaded.items() if key in inputs}
+    prefix = f"{signature}/"
+    found.update({key[len(prefix):]: value for key, value in loaded.items()
+                  if key.startswith(prefix) and key[len(prefix):] in inputs})
+    return found

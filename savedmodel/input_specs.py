@@ -134,3 +134,23 @@ def _read_npy(stream, size: int, where: str) -> np.ndarray:
         return np.lib.format.read_array(stream, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:
         raise InputSpecError(f"{where}: cannot load ({err})") from None
+
+
+def load_npz(path: Path, option: str = "--load-inputs") -> dict[str, np.ndarray]:
+    """Every array of an .npz file by key, read as `--inputs` reads one (without pickle, sizes
+    checked against the file)."""
+    where = f"{option}: {path}"
+    try:
+        file, _ = open_regular(path)
+    except FileFormatError as err:
+        raise InputSpecError(f"{option}: {err}") from None
+    with io.BufferedReader(file) as stream:
+        if not zipfile.is_zipfile(stream):
+            raise InputSpecError(f"{where} is not an .npz file")
+        stream.seek(0)
+        try:
+            with zipfile.ZipFile(stream) as archive:
+                keys = [n.removesuffix(".npy") for n in archive.namelist()]
+                return {key: _read_npz_member(archive, key, where, path) for key in keys}
+        except (zipfile.BadZipFile, EOFError, OSError) as err:
+            raise InputSpecError(f"{where}: damaged .npz file ({err})") from None

@@ -27,6 +27,7 @@ COMMANDS = {
     "compare": ([SEEDS], "savedmodel.cli.run_commands.load"),
     "summary": ([SEEDS], "savedmodel.cli.summary.summarize"),
     "view": ([SEEDS], "savedmodel.cli.view.write_view"),
+    "bench": ([SEEDS], "savedmodel.cli.bench.run_bench"),
 }
 
 
