@@ -13,6 +13,7 @@ from savedmodel.cli.demo import demo
 from savedmodel.cli.graph import graph
 from savedmodel.cli.inspect_commands import ckpt, diff, ops
 from savedmodel.cli.run_commands import compare, run
+from savedmodel.cli.serve import serve
 from savedmodel.cli.show import show
 
 
@@ -30,5 +31,5 @@ def main() -> None:
     """
 
 
-for command in (demo, show, run, graph, ops, ckpt, diff, compare):
+for command in (demo, show, run, graph, ops, ckpt, diff, compare, serve):
     main.add_command(command)

@@ -1,0 +1,187 @@
+"""TensorFlow Serving's REST API over the serving core, as a Starlette (ASGI) application.
+
+    GET  /v1/models/NAME[/versions/V|/labels/L]            model status
+    GET  /v1/models/NAME[/versions/V|/labels/L]/metadata   signature defs
+    POST /v1/models/NAME[/versions/V|/labels/L]:predict    (also :classify, :regress)
+    GET  /monitoring/prometheus/metrics                    Prometheus metrics
+    GET  /healthz                                          liveness: 200 while the server runs
+
+Errors are `{"error": "..."}` with TensorFlow Serving's HTTP status for the error's code. Each
+request body is bounded in size (413 beyond `max_body_bytes`) and in time (408 when the client
+stops sending it for `body_timeout` seconds), and each request in total by `timeout` seconds (504).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+
+from google.protobuf import json_format
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from savedmodel.serve import tensor_json
+from savedmodel.serve.errors import ServingError, invalid
+from savedmodel.serve.manager import ModelManager
+from savedmodel.serve.metrics import CONTENT_TYPE, Metrics
+
+log = logging.getLogger("savedmodel.serve")
+
+_SELECTOR = r"(?:/versions/(?P<version>-?\d+)|/labels/(?P<label>[^/:]+))?"
+PREDICTION_PATH = re.compile(rf"/v1/models/(?P<name>[^/:]+){_SELECTOR}:(?P<method>classify|regress|predict)",
+                             re.IGNORECASE)
+STATUS_PATH = re.compile(rf"/v1/models(?:/(?P<name>[^/:]+))?{_SELECTOR}(?P<metadata>/metadata)?", re.IGNORECASE)
+JSON = "application/json"
+UNKNOWN = "(unknown)"
+
+
+class BodyError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def create_app(manager: ModelManager, *, max_body_bytes: int = 64 << 20, body_timeout: float = 30.0,
+               timeout: float | None = None, metrics: Metrics | None = None, lifespan=None) -> Starlette:
+    """The REST application over `manager`; `lifespan` (an async context manager factory)
+    starts and stops what runs beside it (model polling, the gRPC server)."""
+    api = _Api(manager, max_body_bytes, body_timeout, timeout, metrics or Metrics())
+    return Starlette(routes=[
+        Route("/v1/{path:path}", api.v1, methods=["GET", "POST"]),
+        Route("/monitoring/prometheus/metrics", api.prometheus, methods=["GET"]),
+        Route("/healthz", api.healthz, methods=["GET"]),
+    ], lifespan=lifespan)
+
+
+class _Api:
+    def __init__(self, manager: ModelManager, max_body_bytes: int, body_timeout: float,
+                 timeout: float | None, metrics: Metrics):
+        self.manager = manager
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
+        self.timeout = timeout
+        self.metrics = metrics
+
+    async def healthz(self, request: Request) -> Response:
+        return Response(b'{"status":"ok"}', media_type=JSON)
+
+    async def prometheus(self, request: Request) -> Response:
+        return Response(self.metrics.page(), media_type=CONTENT_TYPE)
+
+    async def v1(self, request: Request) -> Response:
+        started = time.perf_counter()
+        labels = [UNKNOWN, UNKNOWN, "status" if request.method == "GET" else "predict"]
+        try:
+            body = b""
+            if request.method == "POST":
+                body = await self._read_body(request)
+            work = self._handle(request.method, request.url.path, body, labels)
+            document = await (work if self.timeout is None else asyncio.wait_for(work, self.timeout))
+            response = Response(tensor_json.dumps(document), media_type=JSON)
+            status = "OK"
+        except ServingError as err:
+            response, status = _error(err.http_status, err.message), err.code
+        except asyncio.TimeoutError:
+            response, status = _error(504, f"Request timed out after {self.timeout:g} s "
+                                           "(--rest_api_timeout_in_ms)"), "DEADLINE_EXCEEDED"
+        except BodyError as err:
+            response, status = _error(err.status, str(err)), "INVALID_ARGUMENT"
+        except ClientDisconnect:
+            return Response(status_code=499)
+        except Exception as err:  # a bug: answer it, log it, keep serving
+            log.exception("internal error serving %s %s", request.method, request.url.path)
+            response, status = _error(500, f"Internal error: {type(err).__name__}: {err}"), "INTERNAL"
+        self.metrics.observe(labels[0], labels[1], labels[2], status, time.perf_counter() - started)
+        return response
+
+    async def _read_body(self, request: Request) -> bytes:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            raise BodyError(413, f"Request body of {int(length)} bytes is larger than the limit of "
+                                 f"{self.max_body_bytes} bytes")
+        chunks, size = [], 0
+        stream = request.stream().__aiter__()
+        while True:
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), self.body_timeout)
+            except StopAsyncIteration:
+                return b"".join(chunks)
+            except asyncio.TimeoutError:
+                raise BodyError(408, f"The client sent no part of the request body for "
+                                     f"{self.body_timeout:g} s") from None
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise BodyError(413, f"Request body is larger than the limit of {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+
+    async def _handle(self, method: str, path: str, body: bytes, labels: list) -> dict:
+        match = PREDICTION_PATH.fullmatch(path) if method == "POST" else STATUS_PATH.fullmatch(path)
+        if match is None:
+            raise invalid(f"Malformed request: {method} {path}")
+        name, label = match["name"], match["label"]
+        version = None if match["version"] is None else _version(match["version"])
+        if name is None:
+            raise invalid("Missing model name in request.")
+        if name in self.manager.model_names():
+            labels[0] = name
+        if method == "GET":
+            if match["metadata"]:
+                labels[2] = "metadata"
+                return self._metadata(name, version, label)
+            return _status_json(self.manager.status(name, version, label))
+        verb = match["method"].lower()
+        labels[2] = verb
+        document = tensor_json.parse_body(body)
+        servable = self.manager.resolve(name, version, label)
+        signature = servable.signature(tensor_json.signature_name(document))
+        labels[1] = signature.name
+        if verb == "predict":
+            return await self._predict(servable, signature, document)
+        return await self._classify_or_regress(servable, signature.name, document, verb)
+
+    async def _predict(self, servable, signature, document: dict) -> dict:
+        strings = {k for k, spec in signature.inputs.items() if spec.dtype == "DT_STRING"}
+        inputs, rows = tensor_json.predict_inputs(document, list(signature.inputs), strings)
+        _, outputs = await servable.predict(signature.name, inputs)
+        return tensor_json.predict_response(outputs, rows)
+
+    async def _classify_or_regress(self, servable, signature_name: str, document: dict, verb: str) -> dict:
+        from savedmodel.serve import example_json
+        examples = example_json.serialized_examples(document)
+        if verb == "regress":
+            _, values = await servable.regress(signature_name, examples)
+            return {"results": values.tolist()}
+        _, classes, scores = await servable.classify(signature_name, examples)
+        return {"results": example_json.classification_results(classes, scores)}
+
+    def _metadata(self, name: str, version: int | None, label: str | None) -> dict:
+        servable = self.manager.resolve(name, version, label)
+        defs = {key: json_format.MessageToDict(value, always_print_fields_with_no_presence=True,
+                                               preserving_proto_field_name=True)
+                for key, value in sorted(servable.signature_defs().items())}
+        return {"model_spec": {"name": servable.name, "signature_name": "", "version": str(servable.version)},
+                "metadata": {"signature_def": {"signature_def": defs}}}
+
+
+def _version(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not -(1 << 63) <= value < (1 << 63):
+        raise invalid(f"Failed to convert version: {text} to numeric.")
+    return value
+
+
+def _status_json(statuses) -> dict:
+    return {"model_version_status": [
+        {"version": str(s.version), "state": s.state,
+         "status": {"error_code": s.error_code, "error_message": s.error_message}} for s in statuses]}
+
+
+def _error(status: int, message: str) -> Response:
+    return Response(json.dumps({"error": message}).encode(), status_code=status, media_type=JSON)
