@@ -38,7 +38,7 @@ def _serves(client: httpx.Client) -> bool:
 @pytest.fixture(scope="module")
 def server():
     options = ServerOptions([ModelConfig("half_plus_three", HALF_PLUS_THREE)], port=0, poll_seconds=0,
-                            max_body_bytes=10_000, body_timeout=0.5)
+                            max_body_bytes=10_000, body_timeout=0.5, header_timeout=0.5)
     with running(options) as (url, _), httpx.Client(base_url=url) as client:
         yield client, url
 
@@ -69,6 +69,18 @@ def test_client_that_stalls_mid_body_times_out(server):
     assert answer.startswith("HTTP/1.1 408"), answer
     assert "sent no part of the request body for 0.5 s" in answer
     assert time.monotonic() - started < 5
+    assert _serves(client)
+
+
+def test_client_that_stalls_mid_headers_times_out(server):
+    client, url = server
+    with _raw(url) as sock:
+        sock.sendall(b"POST " + PREDICT.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Le")
+        answer = sock.recv(4096).decode()
+    assert answer.startswith("HTTP/1.1 408"), answer
+    assert "did not send the request headers within 0.5 s" in answer
+    with _raw(url) as idle:  # a connection that never sends a byte is closed too
+        assert idle.recv(4096).startswith(b"HTTP/1.1 408")
     assert _serves(client)
 
 
