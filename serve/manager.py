@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +76,10 @@ class _Model:
     """Versions that failed to load -> the modification time of the files they failed with."""
 
 
-Loader = Callable[[str, int, Path], Servable]
+_LOADER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="savedmodel-load")
+"""One loading thread for the whole process, never shut down: models load one at a time, off
+the event loop, and always on the same thread (the native engine has crashed when a model
+loaded on a new thread after the thread of an earlier load had exited)."""
 
 
 class ModelManager:
@@ -95,7 +97,6 @@ class ModelManager:
         self._engine = engine
         self.executor = executor or ThreadPoolExecutor(max_workers=max(4, os.cpu_count() or 1),
                                                        thread_name_prefix="savedmodel-serve")
-        self._loader_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="savedmodel-load")
         self._poll_lock = asyncio.Lock()
 
     def model_names(self) -> list[str]:
@@ -159,7 +160,7 @@ class ModelManager:
             model.statuses[version] = VersionStatus(version, "LOADING")
             try:
                 servable = await asyncio.get_running_loop().run_in_executor(
-                    self._loader_pool, self._load, model.config.name, version, found[version])
+                    _LOADER, self._load, model.config.name, version, found[version])
             except Exception as err:  # any failure is this version's, reported in its status
                 code = err.code if isinstance(err, ServingError) else "INVALID_ARGUMENT"
                 model.statuses[version] = VersionStatus(version, "END", code, f"{type(err).__name__}: {err}"
@@ -187,7 +188,6 @@ class ModelManager:
                         batching=self._batching, timeout=self._timeout)
 
     def close(self) -> None:
-        self._loader_pool.shutdown(wait=False, cancel_futures=True)
         self.executor.shutdown(wait=True)
 
 

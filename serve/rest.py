@@ -13,6 +13,7 @@ stops sending it for `body_timeout` seconds), and each request in total by `time
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -79,8 +80,8 @@ class _Api:
             body = b""
             if request.method == "POST":
                 body = await self._read_body(request)
-            work = self._handle(request.method, request.url.path, body, labels)
-            document = await (work if self.timeout is None else asyncio.wait_for(work, self.timeout))
+            async with _time_limit(self.timeout):
+                document = await self._handle(request.method, request.url.path, body, labels)
             response = Response(tensor_json.dumps(document), media_type=JSON)
             status = "OK"
         except ServingError as err:
@@ -107,7 +108,8 @@ class _Api:
         stream = request.stream().__aiter__()
         while True:
             try:
-                chunk = await asyncio.wait_for(stream.__anext__(), self.body_timeout)
+                async with _time_limit(self.body_timeout):
+                    chunk = await stream.__anext__()
             except StopAsyncIteration:
                 return b"".join(chunks)
             except asyncio.TimeoutError:
@@ -165,6 +167,34 @@ class _Api:
                 for key, value in sorted(servable.signature_defs().items())}
         return {"model_spec": {"name": servable.name, "signature_name": "", "version": str(servable.version)},
                 "metadata": {"signature_def": {"signature_def": defs}}}
+
+
+@contextlib.asynccontextmanager
+async def _fallback_timeout(seconds: float | None):
+    """asyncio.timeout for Python 3.10, through a watchdog that cancels the current task."""
+    if seconds is None:
+        yield
+        return
+    task = asyncio.current_task()
+    expired = False
+
+    def expire():
+        nonlocal expired
+        expired = True
+        task.cancel()
+    handle = asyncio.get_running_loop().call_later(seconds, expire)
+    try:
+        yield
+    except asyncio.CancelledError:
+        if expired:
+            raise asyncio.TimeoutError from None
+        raise
+    finally:
+        handle.cancel()
+
+
+_time_limit = getattr(asyncio, "timeout", _fallback_timeout)
+"""A time limit on the awaits inside a block, without the extra task asyncio.wait_for makes."""
 
 
 def _version(text: str) -> int:
