@@ -70,7 +70,8 @@ async def _start_grpc(manager: ModelManager, options: ServerOptions):
         log.warning("gRPC API not available (install savedmodel[serve]); serving REST only")
         return None
     from savedmodel.serve import grpc_api
-    return await grpc_api.start(manager, options.host, options.port)
+    return await grpc_api.start(manager, options.host, options.port, max_message_bytes=options.max_body_bytes,
+                                metrics=options.metrics)
 
 
 def run(options: ServerOptions) -> None:
