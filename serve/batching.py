@@ -87,7 +87,7 @@ class Batcher:
             batch = self._open = _Batch(key, time.monotonic() + self._parameters.batch_timeout_micros / 1e6)
             if self._parameters.batch_timeout_micros:
                 self._timer = asyncio.get_running_loop().call_later(
-                    self._parameters.batch_timeout_micros / 1e6, self._dispatch)
+                    self._parameters.batch_timeout_micros / 1e6, self._expire, batch)
         future = asyncio.get_running_loop().create_future()
         batch.tasks.append((inputs, rows, future))
         batch.rows += rows
@@ -103,6 +103,15 @@ class Batcher:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+
+    def _expire(self, batch: _Batch) -> None:
+        """The batch's timeout has passed by the event loop's clock: close it, whatever
+        time.monotonic() says (uvloop's timers have millisecond resolution and may fire before
+        the deadline; the batch would then wait for the next request to be dispatched)."""
+        if self._open is batch:
+            self._timer = None
+            self._close()
+        self._dispatch()
 
     def _dispatch(self) -> None:
         """Start batches while threads are free: closed ones first, then the open one once its

@@ -492,3 +492,31 @@ def test_tensorflow_serving_client_classify_and_regress(tf, stubs):
     regress = "tensorflow/serving/regress"
     result = stubs[0].Regress(request(tf_regression_pb2.RegressionRequest, regress), 60).result
     np.testing.assert_allclose([r.value for r in result.regressions], HALF_IO[f"sig/{regress}/out/outputs"], rtol=1e-6)
+
+
+class _EarlyTimerLoop(asyncio.SelectorEventLoop):
+    """Timers that fire a millisecond early, as uvloop's (millisecond resolution) can."""
+
+    def call_later(self, delay, callback, *args, context=None):
+        return super().call_later(max(0.0, delay - 0.001), callback, *args, context=context)
+
+
+def test_a_lone_request_is_answered_when_its_batch_times_out_on_a_coarse_timer():
+    """`savedmodel serve` runs on uvloop: a batch timer firing before time.monotonic() reaches
+    the batch's deadline must still start the batch, not leave it waiting for another request."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from savedmodel.serve.batching import Batcher
+
+    async def lone_requests():
+        with ThreadPoolExecutor(1) as executor:
+            batcher = Batcher(lambda feeds: {"y": feeds["x"] * 2}, executor,
+                              BatchingParameters(max_batch_size=8, batch_timeout_micros=5000), "test")
+            return [await asyncio.wait_for(batcher.submit({"x": np.full((1, 2), i)}), 5) for i in range(20)]
+
+    loop = _EarlyTimerLoop()
+    try:
+        answers = loop.run_until_complete(lone_requests())
+    finally:
+        loop.close()
+    assert [a["y"].tolist() for a in answers] == [[[2 * i, 2 * i]] for i in range(20)]
