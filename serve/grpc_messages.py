@@ -42,14 +42,16 @@ class _RequestLimits(Limits):
         return f"the server's limit of {self.max_const_bytes} bytes per request tensor"
 
 
+_DTYPE_NAMES = {number: name for name, number in types_pb2.DataType.items()}
+
+
 def check_dtypes(signature, protos: Mapping[str, tensor_pb2.TensorProto]) -> None:
     """INVALID_ARGUMENT for an input whose TensorProto has another dtype than the signature's:
     a gRPC request states its dtypes, so, as TensorFlow Serving does, nothing is converted
     (REST's JSON numbers are converted; they have no dtype of their own)."""
     for alias, proto in protos.items():
         spec = signature.inputs.get(alias)
-        known = proto.dtype in types_pb2.DataType.values()
-        given = types_pb2.DataType.Name(proto.dtype) if known else f"unknown dtype {proto.dtype}"
+        given = _DTYPE_NAMES.get(proto.dtype) or f"unknown dtype {proto.dtype}"
         if spec is not None and given != spec.dtype:
             raise invalid(f"input {alias!r} of signature {signature.name!r}: expects {_dtype(spec.dtype)} but "
                           f"the TensorProto holds {_dtype(given)}")

@@ -257,6 +257,8 @@ def _bad_requests():
 
     short_content = from_numpy(features)
     short_content.tensor_content = short_content.tensor_content[:-4]
+    unknown_dtype = from_numpy(features)
+    unknown_dtype.dtype = 999
     huge_compact = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, float_val=[1.0])
     huge_compact.tensor_shape.dim.add().size = 1 << 40
     huge_compact.tensor_shape.dim.add().size = 8
@@ -280,6 +282,8 @@ def _bad_requests():
         ("missing input", "Predict", predict_request("mlp", {}), "INVALID_ARGUMENT", "Missing but required: {features}"),
         ("wrong dtype", "Predict", predict_request("mlp", {"features": features.astype(np.int32)}),
          "INVALID_ARGUMENT", "expects float but the TensorProto holds int32"),
+        ("dtype not in DataType", "Predict", predict_request("mlp", {"features": unknown_dtype}),
+         "INVALID_ARGUMENT", "expects float but the TensorProto holds unknown dtype 999"),
         ("wrong shape", "Predict", predict_request("mlp", {"features": features[:, :5]}), "INVALID_ARGUMENT",
          "features"),
         ("content shorter than the shape", "Predict", predict_request("mlp", {"features": short_content}),
