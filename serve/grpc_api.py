@@ -3,7 +3,10 @@
     /tensorflow.serving.PredictionService/Predict            run a signature on TensorProtos
     /tensorflow.serving.PredictionService/GetModelMetadata   signature defs (metadata_field "signature_def")
     /tensorflow.serving.PredictionService/Classify, Regress  tf.Examples through a classify/regress signature
+    /tensorflow.serving.PredictionService/MultiInference     several of those over the same examples
     /tensorflow.serving.ModelService/GetModelStatus          the versions of a model and their states
+    /tensorflow.serving.ModelService/HandleReloadConfigRequest   UNIMPLEMENTED (models come from the
+                                                             command line or --model_config_file)
 
 The wire paths are TensorFlow Serving's, so its clients (tensorflow-serving-api's stubs, or stubs
 generated from its protos in any language) call this server unchanged; the messages are our own
@@ -27,13 +30,14 @@ import grpc
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
-from savedmodel.protos import (classification_pb2, get_model_metadata_pb2, get_model_status_pb2, predict_pb2,
-                               regression_pb2)
+from savedmodel.protos import (classification_pb2, get_model_metadata_pb2, get_model_status_pb2, inference_pb2,
+                               predict_pb2, regression_pb2)
 from savedmodel.serve.errors import ServingError, invalid
 from savedmodel.serve.grpc_messages import (check_dtypes, metadata_response, model_spec_of, request_tensors,
                                             response_tensors, serialized_examples, status_response)
 from savedmodel.serve.manager import ModelManager
 from savedmodel.serve.metrics import Metrics
+from savedmodel.serve.servable import CLASSIFY_METHOD, DEFAULT_SIGNATURE, REGRESS_METHOD
 
 log = logging.getLogger("savedmodel.serve")
 
@@ -70,7 +74,8 @@ async def start(manager: ModelManager, host: str, port: int, *, max_message_byte
                                             api.metadata),
             "Classify": api.handler(classification_pb2.ClassificationRequest, "classify", api.classify),
             "Regress": api.handler(regression_pb2.RegressionRequest, "regress", api.regress),
-            "MultiInference": _unimplemented("MultiInference"),
+            "MultiInference": api.handler(inference_pb2.MultiInferenceRequest, "multi_inference",
+                                          api.multi_inference),
         }),
         grpc.method_handlers_generic_handler(MODEL_SERVICE, {
             "GetModelStatus": api.handler(get_model_status_pb2.GetModelStatusRequest, "status", api.status),
@@ -175,6 +180,41 @@ class _Api:
         for value in values.tolist():
             response.result.regressions.add(value=value)
         return response
+
+    async def multi_inference(self, request: inference_pb2.MultiInferenceRequest,
+                              call: _Call) -> inference_pb2.MultiInferenceResponse:
+        """Several classify and regress signatures of one model version over the same examples."""
+        servable = self._multi_inference_servable(request.tasks, call)
+        examples = serialized_examples(request.input)
+        response = inference_pb2.MultiInferenceResponse()
+        for task in request.tasks:
+            result = response.results.add()
+            if task.method_name == CLASSIFY_METHOD:
+                name, classes, scores = await servable.classify(task.model_spec.signature_name, examples)
+                _fill_classifications(result.classification_result, classes, scores, len(examples))
+            else:
+                name, values = await servable.regress(task.model_spec.signature_name, examples)
+                for value in values.tolist():
+                    result.regression_result.regressions.add(value=value)
+            _fill_spec(result.model_spec, servable, name)
+        return response
+
+    def _multi_inference_servable(self, tasks, call: _Call):
+        if not tasks:
+            raise invalid("MultiInferenceRequest has no tasks")
+        if len({model_spec_of(t.model_spec) for t in tasks}) != 1:
+            raise invalid("All ModelSpecs in a MultiInferenceRequest must access the same model name and version")
+        signatures = [t.model_spec.signature_name or DEFAULT_SIGNATURE for t in tasks]
+        repeated = sorted({n for n in signatures if signatures.count(n) > 1})
+        if repeated:
+            raise invalid(f"Duplicate evaluation of signature: {repeated[0]}")
+        for task in tasks:
+            if task.method_name not in (CLASSIFY_METHOD, REGRESS_METHOD):
+                raise invalid(f"Unsupported signature method_name: {task.method_name!r} (expected "
+                              f"{CLASSIFY_METHOD} or {REGRESS_METHOD})")
+        servable = self.manager.resolve(*model_spec_of(tasks[0].model_spec))
+        call.model = servable.name
+        return servable
 
     async def status(self, request: get_model_status_pb2.GetModelStatusRequest,
                      call: _Call) -> get_model_status_pb2.GetModelStatusResponse:

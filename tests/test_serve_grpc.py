@@ -246,6 +246,31 @@ def test_examples_with_context_are_merged(client):
                                HALF_IO[f"sig/{signature}/out/outputs"][-1:], rtol=1e-6)
 
 
+def multi_inference_request(tasks, method=None) -> inference_pb2.MultiInferenceRequest:
+    """Tasks (model, signature) over the examples recorded for the regress signature."""
+    request = inference_pb2.MultiInferenceRequest()
+    for model, signature in tasks:
+        request.tasks.add(model_spec={"name": model, "signature_name": signature},
+                          method_name=method or signature)
+    examples = HALF_IO["sig/tensorflow/serving/regress/in/inputs"]
+    request.input.example_list.examples.extend(example_pb2.Example.FromString(s) for s in examples)
+    return request
+
+
+def test_multi_inference_gives_each_signatures_results(client):
+    classify, regress = "tensorflow/serving/classify", "tensorflow/serving/regress"
+    assert (HALF_IO[f"sig/{classify}/in/inputs"] == HALF_IO[f"sig/{regress}/in/inputs"]).all()
+    response = client("MultiInference", multi_inference_request([("half_plus_three", regress),
+                                                                 ("half_plus_three", classify)]))
+    regression, classification = response.results
+    np.testing.assert_allclose([r.value for r in regression.regression_result.regressions],
+                               HALF_IO[f"sig/{regress}/out/outputs"], rtol=1e-6)
+    np.testing.assert_allclose([[c.score for c in row.classes] for row in classification.classification_result.classifications],
+                               HALF_IO[f"sig/{classify}/out/scores"], rtol=1e-6)
+    assert [(r.model_spec.signature_name, r.model_spec.version.value) for r in response.results] == [
+        (regress, 123), (classify, 123)]
+
+
 def _bad_requests():
     good, _ = reference_request("mlp")
     features = IO["mlp"]["sig/serving_default/in/features"]
@@ -308,8 +333,17 @@ def _bad_requests():
          "INVALID_ARGUMENT", "Input is empty"),
         ("oversized message", "Predict", predict_request("mlp", {"features": np.zeros((40000, 8), np.float32)}),
          "RESOURCE_EXHAUSTED", "larger than max"),
-        ("multi-inference", "MultiInference", inference_pb2.MultiInferenceRequest(), "UNIMPLEMENTED",
-         "MultiInference is not implemented"),
+        ("multi-inference without tasks", "MultiInference", inference_pb2.MultiInferenceRequest(),
+         "INVALID_ARGUMENT", "no tasks"),
+        ("multi-inference over two models", "MultiInference", multi_inference_request(
+            [("half_plus_three", "tensorflow/serving/regress"), ("mlp", "tensorflow/serving/regress")]),
+         "INVALID_ARGUMENT", "same model name and version"),
+        ("multi-inference repeating a signature", "MultiInference", multi_inference_request(
+            [("half_plus_three", "tensorflow/serving/regress")] * 2),
+         "INVALID_ARGUMENT", "Duplicate evaluation of signature: tensorflow/serving/regress"),
+        ("multi-inference of a predict method", "MultiInference", multi_inference_request(
+            [("half_plus_three", "serving_default")], method="tensorflow/serving/predict"),
+         "INVALID_ARGUMENT", "Unsupported signature method_name"),
         ("reload config", "HandleReloadConfigRequest", model_management_pb2.ReloadConfigRequest(), "UNIMPLEMENTED",
          "HandleReloadConfigRequest"),
     ]
@@ -475,7 +509,7 @@ def test_tensorflow_serving_client_metadata_and_status(tf, stubs):
     assert raised.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_tensorflow_serving_client_classify_and_regress(tf, stubs):
+def test_tensorflow_serving_client_classify_regress_and_multi_inference(tf, stubs):
     from tensorflow_serving.apis import classification_pb2 as tf_classification_pb2
     from tensorflow_serving.apis import regression_pb2 as tf_regression_pb2
 
@@ -496,6 +530,14 @@ def test_tensorflow_serving_client_classify_and_regress(tf, stubs):
     regress = "tensorflow/serving/regress"
     result = stubs[0].Regress(request(tf_regression_pb2.RegressionRequest, regress), 60).result
     np.testing.assert_allclose([r.value for r in result.regressions], HALF_IO[f"sig/{regress}/out/outputs"], rtol=1e-6)
+
+    from tensorflow_serving.apis import inference_pb2 as tf_inference_pb2
+    multi = tf_inference_pb2.MultiInferenceRequest()
+    multi.tasks.add(model_spec={"name": "half_plus_three", "signature_name": regress}, method_name=regress)
+    multi.input.CopyFrom(request(tf_regression_pb2.RegressionRequest, regress).input)
+    (only,) = stubs[0].MultiInference(multi, 60).results
+    np.testing.assert_allclose([r.value for r in only.regression_result.regressions],
+                               HALF_IO[f"sig/{regress}/out/outputs"], rtol=1e-6)
 
 
 class _EarlyTimerLoop(asyncio.SelectorEventLoop):
