@@ -21,6 +21,7 @@ gRPC itself with RESOURCE_EXHAUSTED before any of it reaches a handler.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,7 @@ log = logging.getLogger("savedmodel.serve")
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 MODEL_SERVICE = "tensorflow.serving.ModelService"
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+DEFAULT_MAX_CONCURRENT_RPCS = 1024
 UNKNOWN = "(unknown)"
 
 
@@ -60,12 +62,14 @@ class GrpcServer:
 
 
 async def start(manager: ModelManager, host: str, port: int, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                metrics: Metrics | None = None) -> GrpcServer:
+                max_concurrent_rpcs: int = DEFAULT_MAX_CONCURRENT_RPCS, metrics: Metrics | None = None) -> GrpcServer:
     """Serve TensorFlow Serving's gRPC services for `manager` on host:port (port 0: any free
-    port), on the running event loop."""
+    port), on the running event loop. Calls beyond `max_concurrent_rpcs` in progress are refused
+    with RESOURCE_EXHAUSTED, so that a flood of requests cannot grow memory without bound."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", max_message_bytes),
                                       ("grpc.max_send_message_length", max_message_bytes),
-                                      ("grpc.so_reuseport", 0)])
+                                      ("grpc.so_reuseport", 0)],
+                             maximum_concurrent_rpcs=max_concurrent_rpcs)
     api = _Api(manager, max_message_bytes, metrics)
     server.add_generic_rpc_handlers([
         grpc.method_handlers_generic_handler(PREDICTION_SERVICE, {
@@ -122,6 +126,9 @@ class _Api:
             except ServingError as err:
                 code = err.code
                 await context.abort(grpc.StatusCode[err.code], err.message)
+            except asyncio.CancelledError:  # the client went away or its deadline passed
+                code = "CANCELLED"
+                raise
             except Exception as err:  # a bug: answer it, log it, keep serving
                 code = "INTERNAL"
                 log.exception("internal error serving gRPC %s", api)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -398,6 +399,44 @@ def test_core_errors_become_the_status_code_of_the_same_name(code):
         assert error.code() == grpc.StatusCode.INTERNAL and "Internal error: KeyError" in error.details()
     else:
         assert error.code() == grpc.StatusCode[code] and error.details() == f"core says {code}"
+
+
+class _SlowServable:
+    name, version = "slow", 1
+
+    def signature(self, name):
+        return SimpleNamespace(name="serving_default", inputs={})
+
+    async def predict(self, signature_name, inputs, output_filter=None):
+        await asyncio.sleep(2)
+        return signature_name, {}
+
+
+class _SlowManager:
+    def resolve(self, name, version=None, label=None):
+        return _SlowServable()
+
+
+def test_calls_beyond_the_limit_are_refused_and_abandoned_calls_are_counted_as_cancelled():
+    from savedmodel.serve.metrics import Metrics
+    metrics = Metrics()
+
+    async def calls():
+        server = await grpc_api.start(_SlowManager(), "127.0.0.1", 0, max_concurrent_rpcs=2, metrics=metrics)
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                predict = channel.unary_unary(PREDICTION + "Predict")
+                request = predict_request("slow", {}).SerializeToString()
+                outcomes = await asyncio.gather(*(predict(request, timeout=0.5) for _ in range(3)),
+                                                return_exceptions=True)
+                await asyncio.sleep(0.2)  # the server notices the abandoned calls
+                return sorted(o.code().name for o in outcomes)
+        finally:
+            await server.stop(None)
+    assert asyncio.run(calls()) == ["DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]
+    page = metrics.page().decode()
+    assert 'savedmodel_serve_requests_total{api="predict",model_name="slow",signature_name="serving_default",' \
+           'status="CANCELLED"} 2.0' in page
 
 
 def test_concurrent_requests_are_batched_and_split_back(models):
