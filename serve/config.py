@@ -65,7 +65,7 @@ def _policy(entry, where: str) -> VersionPolicy:
     return VersionPolicy()
 
 
-_FIELD = re.compile(r"\s*(\w+)\s*\{\s*value\s*:\s*(-?\d+)\s*\}\s*")
+_FIELD = re.compile(r"\s*(\w+)\s*\{\s*value\s*:\s*([^\s}]+)\s*\}\s*")
 _BATCHING_FIELDS = ("max_batch_size", "batch_timeout_micros", "max_enqueued_batches", "num_batch_threads")
 
 
@@ -84,11 +84,13 @@ def read_batching_parameters(path: Path | None) -> BatchingParameters:
             line = text.count("\n", 0, position) + 1
             raise ConfigError(f"{path}: line {line}: expected `name {{ value: N }}`, got "
                               f"{text[position:].strip().splitlines()[0][:60]!r}")
-        name, value = match[1], int(match[2])
+        name = match[1]
         if name not in _BATCHING_FIELDS:
             raise ConfigError(f"{path}: batching parameter {name!r} is not supported (supported: "
                               f"{', '.join(_BATCHING_FIELDS)})")
-        values[name] = value
+        if not re.fullmatch(r"-?\d+", match[2]):
+            raise ConfigError(f"{path}: batching parameter {name} must be an integer, got {match[2]!r}")
+        values[name] = int(match[2])
         position = match.end()
     try:
         return BatchingParameters(**values)

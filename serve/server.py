@@ -32,6 +32,7 @@ class ServerOptions:
     timeout: float | None = None
     max_body_bytes: int = 64 << 20
     body_timeout: float = 30.0
+    header_timeout: float = 30.0
     graceful_seconds: float = 30.0
     engine: str = "auto"
     metrics: Metrics = field(default_factory=Metrics)
@@ -78,7 +79,17 @@ def run(options: ServerOptions) -> None:
     """Serve until SIGTERM or SIGINT."""
     import uvicorn
     app, _ = build(options)
-    config = uvicorn.Config(app, host=options.host, port=options.rest_api_port, log_level="warning",
-                            access_log=False, timeout_graceful_shutdown=int(options.graceful_seconds),
-                            loop="auto", http="auto", lifespan="on")
-    uvicorn.Server(config).run()
+    uvicorn.Server(uvicorn_config(app, options, port=options.rest_api_port)).run()
+
+
+def uvicorn_config(app, options: ServerOptions, **kwargs):
+    """uvicorn's configuration for the REST application (quiet, bounded header time)."""
+    import uvicorn
+    try:
+        from savedmodel.serve.http_protocol import with_header_timeout
+        http = with_header_timeout(options.header_timeout)
+    except ImportError:  # no httptools: uvicorn's pure-Python parser, without the header limit
+        log.warning("httptools is not installed: request headers have no time limit")
+        http = "auto"
+    return uvicorn.Config(app, host=options.host, log_level="warning", access_log=False, lifespan="on",
+                          timeout_graceful_shutdown=int(options.graceful_seconds), http=http, **kwargs)

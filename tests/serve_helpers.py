@@ -28,13 +28,11 @@ def running(options):
     """Serve `options` (a ServerOptions) on 127.0.0.1; yields (base URL, manager)."""
     import uvicorn
 
-    from savedmodel.serve.server import build
+    from savedmodel.serve.server import build, uvicorn_config
     app, manager = build(options)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, options))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
