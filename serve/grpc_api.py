@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -94,6 +95,19 @@ async def start(manager: ModelManager, host: str, port: int, *, max_message_byte
     await server.start()
     log.info("gRPC API listening on %s:%d", host, bound)
     return GrpcServer(server, bound)
+
+
+def check_port(host: str, port: int) -> None:
+    """OSError naming the address when the gRPC port cannot be listened on (in use, say). Called
+    before the server starts, so the command fails with that one line rather than with a
+    traceback from inside the web server's startup."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise OSError(f"gRPC API: cannot listen on {host}:{port} (--port): {err.strerror or err}") from None
 
 
 class _Call:

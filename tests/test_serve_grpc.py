@@ -605,3 +605,19 @@ def test_a_lone_request_is_answered_when_its_batch_times_out_on_a_coarse_timer()
     finally:
         loop.close()
     assert [a["y"].tolist() for a in answers] == [[[2 * i, 2 * i]] for i in range(20)]
+
+
+def test_a_busy_grpc_port_is_one_clear_error(tmp_path):
+    from click.testing import CliRunner
+
+    from savedmodel.cli import main
+    base = model_base(tmp_path, "mlp", {1: KERAS_MLP})
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--model_base_path", str(base), "--host", "127.0.0.1",
+                                           "--port", str(port), "--rest_api_port", str(_free_port())])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"Error: gRPC API: cannot listen on 127.0.0.1:{port} (--port): Address already in use"]
