@@ -38,7 +38,8 @@ def _flag(name: str, **kwargs):
 @_flag("rest_api_timeout_in_ms", type=click.IntRange(min=0), default=30000, show_default=True,
        help="Answer 504 when a request takes longer (0: no limit).")
 @_flag("max_body_bytes", type=click.IntRange(min=1), default=64 << 20, show_default=True,
-       help="Answer 413 to a request body larger than this.")
+       help="Answer 413 to a REST request body, and RESOURCE_EXHAUSTED to a gRPC "
+            "message, larger than this.")
 @_flag("engine", type=click.Choice(ENGINES), default="auto", show_default=True,
        help="The engine that runs the models (as for `savedmodel run`).")
 @reports_errors

@@ -105,10 +105,11 @@ class Batcher:
                 self._timer = None
 
     def _expire(self, batch: _Batch) -> None:
-        """The open batch's timeout ran out (the event loop may run a timer a little before
-        time.monotonic() reaches its deadline, so the batch is closed here, not compared)."""
-        self._timer = None
+        """The batch's timeout has passed by the event loop's clock: close it, whatever
+        time.monotonic() says (uvloop's timers have millisecond resolution and may fire before
+        the deadline; the batch would then wait for the next request to be dispatched)."""
         if self._open is batch:
+            self._timer = None
             self._close()
         self._dispatch()
 

@@ -64,19 +64,29 @@ def build(options: ServerOptions):
     return app, manager
 
 
-async def _start_grpc(manager: ModelManager, options: ServerOptions):
+def _grpc_on(options: ServerOptions) -> bool:
     if not options.port:
-        return None
+        return False
     if importlib.util.find_spec("savedmodel.serve.grpc_api") is None or importlib.util.find_spec("grpc") is None:
         log.warning("gRPC API not available (install savedmodel[serve]); serving REST only")
+        return False
+    return True
+
+
+async def _start_grpc(manager: ModelManager, options: ServerOptions):
+    if not _grpc_on(options):
         return None
     from savedmodel.serve import grpc_api
-    return await grpc_api.start(manager, options.host, options.port)
+    return await grpc_api.start(manager, options.host, options.port, max_message_bytes=options.max_body_bytes,
+                                metrics=options.metrics)
 
 
 def run(options: ServerOptions) -> None:
     """Serve until SIGTERM or SIGINT."""
     import uvicorn
+    if _grpc_on(options):
+        from savedmodel.serve import grpc_api
+        grpc_api.check_port(options.host, options.port)  # a busy port: one clear error, before loading models
     app, _ = build(options)
     uvicorn.Server(uvicorn_config(app, options, port=options.rest_api_port)).run()
 
