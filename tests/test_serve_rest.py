@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from savedmodel.serve.manager import ModelConfig  # noqa: E402
 from savedmodel.serve.server import ServerOptions  # noqa: E402
 
 IO = np.load(HALF_PLUS_THREE_IO)
+ROOT = Path(__file__).resolve().parent.parent
 MLP_IO = np.load(REFERENCE / "savedmodels" / "keras_mlp.io.npz")
 SEEDS_IO = np.load(REFERENCE / "savedmodels" / "seeds.io.npz")
 
@@ -185,3 +188,26 @@ def test_unknown_model_status(server):
     response = server.get("/v1/models/nope")
     assert (response.status_code, response.json()) == (404, {"error": "Could not find any versions of model nope"})
     assert json.loads(server.get("/v1/models/mlp/versions/x").text)["error"]
+
+
+def _readme_curls() -> list[tuple[str, str]]:
+    """(curl command, the answer shown) from the README's Serving section."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Serving"):readme.index("\n## ", readme.index("## Serving") + 1)]
+    lines = section.replace("\\\n", " ").splitlines()
+    return [(line[2:], lines[i + 1]) for i, line in enumerate(lines) if line.startswith("$ curl")]
+
+
+def test_readme_has_the_documented_curl_requests():
+    assert len(_readme_curls()) == 4
+
+
+@pytest.mark.parametrize("command, shown", _readme_curls(), ids=lambda c: c[:50])
+def test_readme_curl_requests_print_what_it_shows(server, command, shown):
+    """The README's curl requests (TensorFlow Serving's documented ones) against the server,
+    each sent as curl sends it: GET, or POST with the -d body."""
+    words = shlex.split(command)
+    url = next(w for w in words if w.startswith("http://")).removeprefix("http://localhost:8501")
+    body = words[words.index("-d") + 1] if "-d" in words else None
+    response = server.get(url) if body is None else server.post(url, content=body)
+    assert response.text == shown
