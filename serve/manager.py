@@ -105,13 +105,11 @@ class ModelManager:
     def resolve(self, name: str, version: int | None = None, label: str | None = None) -> Servable:
         """The servable a request names: a version, a label, or the latest available one."""
         model = self._models.get(name)
-        servables = model.servables if model is not None else {}
+        if model is None:
+            raise ServingError("NOT_FOUND", f"Servable not found for request: Latest({name})")
         if label is not None:
-            if model is None or label not in model.config.labels:
-                raise ServingError("NOT_FOUND" if model is None else "INVALID_ARGUMENT",
-                                   f"Servable not found for request: Latest({name})" if model is None
-                                   else f"Unrecognized servable version label: {label}")
-            version = model.config.labels[label]
+            version = self._labelled(model, label)
+        servables = model.servables
         if version is None:
             if not servables:
                 raise ServingError("NOT_FOUND", f"Servable not found for request: Latest({name})")
@@ -121,15 +119,19 @@ class ModelManager:
             raise ServingError("NOT_FOUND", f"Servable not found for request: Specific({name}, {version})")
         return servable
 
+    @staticmethod
+    def _labelled(model: _Model, label: str) -> int:
+        if label not in model.config.labels:
+            raise ServingError("INVALID_ARGUMENT", f"Unrecognized servable version label: {label}")
+        return model.config.labels[label]
+
     def status(self, name: str, version: int | None = None, label: str | None = None) -> list[VersionStatus]:
         """The status of every version seen (or of the one asked for), highest first."""
         model = self._models.get(name)
         if model is None or not model.statuses:
             raise ServingError("NOT_FOUND", f"Could not find any versions of model {name}")
         if label is not None:
-            if label not in model.config.labels:
-                raise ServingError("INVALID_ARGUMENT", f"Unrecognized servable version label: {label}")
-            version = model.config.labels[label]
+            version = self._labelled(model, label)
         if version is not None:
             if version not in model.statuses:
                 raise ServingError("NOT_FOUND", f"Could not find version {version} of model {name}")

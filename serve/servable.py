@@ -9,6 +9,7 @@ tf.Example protos to a signature with TensorFlow Serving's classify or regress m
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from concurrent.futures import Executor
 from pathlib import Path
@@ -168,12 +169,19 @@ def check_inputs(signature, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarr
     for key, spec in expected.items():
         where = f"input {key!r} of signature {signature.name!r}"
         try:
-            feeds[key] = to_input(inputs[key], from_name(spec.dtype), spec.shape, where)
+            feeds[key] = to_input(inputs[key], _dtype(spec.dtype), spec.shape, where)
         except (FeedError, SavedModelError) as err:
             raise invalid(str(err)) from None
         except (ValueError, TypeError, OverflowError) as err:
             raise invalid(f"{where}: {err}") from None
     return feeds
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype(name: str):
+    """The runtime's dtype for a DataType name, looked up once per name (from_name lists the
+    enum's names on every call)."""
+    return from_name(name)
 
 
 def _output_filter(signature, output_filter: list[str] | None) -> list[str] | None:
