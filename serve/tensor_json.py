@@ -103,11 +103,15 @@ def _columns(inputs, input_names: list[str], string_inputs: set[str]) -> dict:
 
 def to_array(value, name: str, strings: bool) -> np.ndarray:
     """A JSON value as an array: nested lists must be rectangular."""
-    if strings:
-        value = _decode_strings(value, name)
     try:
+        if strings:
+            value = _decode_strings(value, name)
         array = np.asarray(value, dtype=object if strings else None)
+    except RecursionError:
+        raise invalid(f"input {name!r}: the lists are nested too deeply for a tensor") from None
     except ValueError as err:
+        if "maximum supported dimension" in str(err) or "exceed the maximum number of dimension" in str(err):
+            raise invalid(f"input {name!r}: the lists are nested too deeply for a tensor ({err})") from None
         raise invalid(f"input {name!r}: the lists are ragged (they must be rectangular): {err}") from None
     if not strings and array.dtype.kind == "O":
         raise invalid(f"input {name!r}: {_json_types_in(value)} cannot be a tensor value")
