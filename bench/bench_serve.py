@@ -1,0 +1,225 @@
+"""Load test of `savedmodel serve`'s REST API on this machine, over loopback only.
+
+Starts the server (a subprocess, as deployed: `savedmodel serve` with a model config file
+naming keras_mlp and keras_cnn from tests/data/reference) once without and once with
+--enable_batching, and drives it from this process with a small asyncio HTTP/1.1 client (one
+keep-alive connection per concurrent client, requests prepared once, so the client costs little
+next to the server). For each model and concurrency 1, 8 and 64: throughput and p50/p99
+latency of one-row :predict requests, beside the in-process call time of the same signature on
+the same engine (`runtime.load(dir, engine="auto")`, median of repeated calls). The server's own
+overhead per request is the REST round trip at concurrency 1 minus the in-process call time
+(target < 300 us for keras_mlp's small payload; the client's own cost and the loopback are
+included, so the server's part is smaller). Then memory: the server's RSS after a warm-up and
+after --memory-requests more requests (default 100,000) at concurrency 8.
+
+Every run is bounded: --requests per cell (default 2000), each cell also stops after
+--seconds (default 20). Prints a table; asserts nothing.
+
+Usage: python bench/bench_serve.py [--requests N] [--seconds S] [--memory-requests N]
+       [--models keras_mlp,keras_cnn] [--concurrency 1,8,64]   (needs the `serve` extra)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "data" / "reference" / "savedmodels"
+BATCHING = "max_batch_size { value: 64 }\nbatch_timeout_micros { value: 0 }\nnum_batch_threads { value: 2 }\n" \
+           "max_enqueued_batches { value: 64 }\n"
+"""TensorFlow Serving's advice for CPU: no batch timeout (requests that queue while the threads
+are busy form the next batch), as many batch threads as cores."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+class Server:
+    """`savedmodel serve` in a subprocess, on a free loopback port."""
+
+    def __init__(self, models: list[str], workdir: Path, batching: bool):
+        config = workdir / "models.config"
+        entries = []
+        for name in models:
+            base = workdir / name
+            base.mkdir(exist_ok=True)
+            if not (base / "1").exists():
+                (base / "1").symlink_to(MODELS / name)
+            entries.append(f"config {{ name: '{name}' base_path: '{base}' model_platform: 'tensorflow' }}")
+        config.write_text("model_config_list { " + " ".join(entries) + " }\n")
+        self.port = free_port()
+        command = [sys.executable, "-c", "from savedmodel.cli import main; main()", "serve",
+                   "--model_config_file", str(config), "--rest_api_port", str(self.port), "--port", "0",
+                   "--host", "127.0.0.1", "--file_system_poll_wait_seconds", "0"]
+        if batching:
+            params = workdir / "batching.txt"
+            params.write_text(BATCHING)
+            command += ["--enable_batching", "--batching_parameters_file", str(params)]
+        self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the server did not start: {self.process.stderr.read()}")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(60)
+
+
+def http_request(path: str, body: bytes) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head[9:12])
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    return status, await reader.readexactly(length)
+
+
+async def drive(port: int, request: bytes, concurrency: int, count: int, seconds: float) -> tuple[list[float], float, int]:
+    """(latencies in seconds, wall time, errors) of `count` requests over `concurrency` connections."""
+    latencies: list[float] = []
+    errors = 0
+    remaining = count
+    stop_at = time.monotonic() + seconds
+
+    async def client():
+        nonlocal remaining, errors
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while remaining > 0 and time.monotonic() < stop_at:
+                remaining -= 1
+                started = time.perf_counter()
+                writer.write(request)
+                status, _ = await read_response(reader)
+                latencies.append(time.perf_counter() - started)
+                errors += status != 200
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(concurrency)))
+    return latencies, time.perf_counter() - started, errors
+
+
+def in_process_seconds(name: str, batch: np.ndarray, repeats: int = 300) -> tuple[float, str]:
+    from savedmodel.runtime import load
+    model = load(MODELS / name, engine="auto")
+    signature = model.signatures["serving_default"]
+    key = next(iter(signature.inputs))
+    for _ in range(20):
+        signature(**{key: batch})
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        signature(**{key: batch})
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), model.engine
+
+
+def payload(name: str) -> tuple[np.ndarray, bytes]:
+    io = np.load(MODELS / f"{name}.io.npz")
+    key = next(k for k in io if k.startswith("sig/serving_default/in/"))
+    row = io[key][:1]
+    return row, json.dumps({"instances": row.tolist()}).encode()
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--memory-requests", type=int, default=100_000)
+    parser.add_argument("--models", default="keras_mlp,keras_cnn")
+    parser.add_argument("--concurrency", default="1,8,64")
+    args = parser.parse_args()
+    models = args.models.split(",")
+    levels = [int(c) for c in args.concurrency.split(",")]
+    inputs = {name: payload(name) for name in models}
+    in_process = {name: in_process_seconds(name, inputs[name][0]) for name in models}
+    print(f"{'model':<10} {'batching':<8} {'conc':>4} {'req/s':>8} {'p50 us':>8} {'p99 us':>9} "
+          f"{'in-proc us':>10} {'errors':>6}")
+    overhead = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for batching in (False, True):
+            server = Server(models, Path(tmp), batching)
+            try:
+                for name in models:
+                    request = http_request(f"/v1/models/{name}:predict", inputs[name][1])
+                    asyncio.run(drive(server.port, request, 4, 200, args.seconds))  # warm-up
+                    for concurrency in levels:
+                        latencies, wall, errors = asyncio.run(
+                            drive(server.port, request, concurrency, args.requests, args.seconds))
+                        p50 = percentile(latencies, 50)
+                        if concurrency == 1:
+                            overhead[(name, batching)] = p50 - in_process[name][0]
+                        print(f"{name:<10} {'on' if batching else 'off':<8} {concurrency:>4} "
+                              f"{len(latencies) / wall:>8.0f} {p50 * 1e6:>8.0f} {percentile(latencies, 99) * 1e6:>9.0f} "
+                              f"{in_process[name][0] * 1e6:>10.0f} {errors:>6}")
+                if not batching:
+                    health = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                    floor = percentile(asyncio.run(drive(server.port, health, 1, 2000, args.seconds))[0], 50)
+            finally:
+                server.stop()
+        print(f"\nengine: {', '.join(f'{n}: {e}' for n, (_, e) in in_process.items())}")
+        print(f"liveness round trip (HTTP + client floor, no model) at concurrency 1: p50 {floor * 1e6:.0f} us")
+        for (name, batching), seconds in overhead.items():
+            print(f"server overhead per request, {name}, batching {'on' if batching else 'off'}, concurrency 1: "
+                  f"{seconds * 1e6:.0f} us (REST p50 - in-process call)")
+        memory(models[0], inputs[models[0]][1], Path(tmp), args.memory_requests)
+
+
+def memory(name: str, body: bytes, workdir: Path, count: int) -> None:
+    """The server's RSS after a warm-up and after `count` more requests."""
+    server = Server([name], workdir, batching=False)
+    try:
+        request = http_request(f"/v1/models/{name}:predict", body)
+        asyncio.run(drive(server.port, request, 8, 2000, 60))
+        start = rss(server.process.pid)
+        started = time.perf_counter()
+        latencies, _, errors = asyncio.run(drive(server.port, request, 8, count, 3600))
+        end = rss(server.process.pid)
+        print(f"memory over {len(latencies)} requests ({name}, concurrency 8, {errors} errors, "
+              f"{time.perf_counter() - started:.0f} s): RSS start {start / 2**20:.1f} MiB, "
+              f"end {end / 2**20:.1f} MiB ({(end - start) / 2**20:+.1f} MiB)")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
