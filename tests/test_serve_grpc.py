@@ -110,7 +110,8 @@ def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("models")
     return [ModelConfig("half_plus_three", HALF_PLUS_THREE),
             ModelConfig("mlp", model_base(root, "mlp", {1: KERAS_MLP}), labels={"stable": 1}),
-            ModelConfig("cnn", model_base(root, "cnn", {1: KERAS_CNN}))]
+            ModelConfig("cnn", model_base(root, "cnn", {1: KERAS_CNN})),
+            ModelConfig("seeds", model_base(root, "seeds", {1: REFERENCE / "savedmodels" / "seeds"}))]
 
 
 @pytest.fixture(scope="module")
@@ -525,6 +526,33 @@ def test_tensorflow_serving_client_predict(tf, stubs, model):
     np.testing.assert_allclose(tf.make_ndarray(response.outputs["output_0"]), io["sig/serving_default/out/output_0"],
                                rtol=1e-5, atol=1e-6)
     assert response.model_spec.version.value == 1
+
+
+SEEDS_IO = np.load(REFERENCE / "savedmodels" / "seeds.io.npz")
+SEEDS_SIGNATURES = sorted({key.split("/")[1] for key in SEEDS_IO})
+
+
+@pytest.mark.parametrize("signature", SEEDS_SIGNATURES)
+def test_tensorflow_serving_client_predict_on_every_seeds_signature(tf, stubs, signature):
+    """Scalars, integer dtypes, several inputs, control flow and variables, through each of the
+    reference `seeds` model's signatures. `dense/calls` counts the calls made on the model, and
+    TensorFlow recorded the first one: it is compared only for being a count."""
+    from tensorflow_serving.apis import predict_pb2 as tf_predict_pb2
+    request = tf_predict_pb2.PredictRequest()
+    request.model_spec.name = "seeds"
+    request.model_spec.signature_name = signature
+    for key in (k for k in SEEDS_IO if k.startswith(f"sig/{signature}/in/")):
+        request.inputs[key.rsplit("/", 1)[1]].CopyFrom(tf.make_tensor_proto(SEEDS_IO[key]))
+    outputs = stubs[0].Predict(request, 60).outputs
+    expected = {k.rsplit("/", 1)[1]: SEEDS_IO[k] for k in SEEDS_IO if k.startswith(f"sig/{signature}/out/")}
+    assert sorted(outputs) == sorted(expected)
+    for name, value in expected.items():
+        got = tf.make_ndarray(outputs[name])
+        assert got.dtype == value.dtype and got.shape == value.shape, name
+        if (signature, name) == ("dense", "calls"):
+            assert got >= 1
+        else:
+            np.testing.assert_allclose(got, value, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_tensorflow_serving_client_metadata_and_status(tf, stubs):
