@@ -9,7 +9,9 @@ latency of one-row :predict requests, beside the in-process call time of the sam
 the same engine (`runtime.load(dir, engine="auto")`, median of repeated calls). The server's own
 overhead per request is the REST round trip at concurrency 1 minus the in-process call time
 (target < 300 us for keras_mlp's small payload; the client's own cost and the loopback are
-included, so the server's part is smaller). Then memory: the server's RSS after a warm-up and
+included, so the server's part is smaller), and, from the server's own latency histogram, the
+mean time in its request handler (JSON, checks, the worker-thread hop, the call) minus the
+in-process call time; the liveness round trip shows the HTTP and client floor. Then memory: the server's RSS after a warm-up and
 after --memory-requests more requests (default 100,000) at concurrency 8.
 
 Every run is bounded: --requests per cell (default 2000), each cell also stops after
@@ -134,6 +136,20 @@ async def drive(port: int, request: bytes, concurrency: int, count: int, seconds
     return latencies, time.perf_counter() - started, errors
 
 
+def handler_totals(port: int, model: str) -> tuple[float, float]:
+    """(seconds, requests) the server's own latency histogram has recorded for `model`'s
+    predict calls: from the request reaching the handler to its answer being ready."""
+    import urllib.request
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/monitoring/prometheus/metrics").read().decode()
+    labels = f'{{api="predict",model_name="{model}",signature_name="serving_default"}}'
+    values = {}
+    for line in page.splitlines():
+        for part in ("sum", "count"):
+            if line.startswith(f"savedmodel_serve_request_latency_seconds_{part}{labels}"):
+                values[part] = float(line.rsplit(" ", 1)[1])
+    return values.get("sum", 0.0), values.get("count", 0.0)
+
+
 def in_process_seconds(name: str, batch: np.ndarray, repeats: int = 300) -> tuple[float, str]:
     from savedmodel.runtime import load
     model = load(MODELS / name, engine="auto")
@@ -170,6 +186,8 @@ def main() -> None:
     args = parser.parse_args()
     models = args.models.split(",")
     levels = [int(c) for c in args.concurrency.split(",")]
+    print(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs; "
+          "other jobs on the machine show in the figures)")
     inputs = {name: payload(name) for name in models}
     in_process = {name: in_process_seconds(name, inputs[name][0]) for name in models}
     print(f"{'model':<10} {'batching':<8} {'conc':>4} {'req/s':>8} {'p50 us':>8} {'p99 us':>9} "
@@ -183,11 +201,14 @@ def main() -> None:
                     request = http_request(f"/v1/models/{name}:predict", inputs[name][1])
                     asyncio.run(drive(server.port, request, 4, 200, args.seconds))  # warm-up
                     for concurrency in levels:
+                        before = handler_totals(server.port, name)
                         latencies, wall, errors = asyncio.run(
                             drive(server.port, request, concurrency, args.requests, args.seconds))
+                        after = handler_totals(server.port, name)
                         p50 = percentile(latencies, 50)
                         if concurrency == 1:
-                            overhead[(name, batching)] = p50 - in_process[name][0]
+                            handler = (after[0] - before[0]) / max(1.0, after[1] - before[1])
+                            overhead[(name, batching)] = (p50 - in_process[name][0], handler - in_process[name][0])
                         print(f"{name:<10} {'on' if batching else 'off':<8} {concurrency:>4} "
                               f"{len(latencies) / wall:>8.0f} {p50 * 1e6:>8.0f} {percentile(latencies, 99) * 1e6:>9.0f} "
                               f"{in_process[name][0] * 1e6:>10.0f} {errors:>6}")
@@ -198,10 +219,12 @@ def main() -> None:
                 server.stop()
         print(f"\nengine: {', '.join(f'{n}: {e}' for n, (_, e) in in_process.items())}")
         print(f"liveness round trip (HTTP + client floor, no model) at concurrency 1: p50 {floor * 1e6:.0f} us")
-        for (name, batching), seconds in overhead.items():
+        for (name, batching), (round_trip, handler) in overhead.items():
             print(f"server overhead per request, {name}, batching {'on' if batching else 'off'}, concurrency 1: "
-                  f"{seconds * 1e6:.0f} us (REST p50 - in-process call)")
+                  f"{round_trip * 1e6:.0f} us (REST p50 - in-process call); in the handler "
+                  f"{handler * 1e6:.0f} us (mean handler time - in-process call)")
         memory(models[0], inputs[models[0]][1], Path(tmp), args.memory_requests)
+    print(f"load average at end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 def memory(name: str, body: bytes, workdir: Path, count: int) -> None:
