@@ -1,4 +1,5 @@
-"""TensorFlow Serving's REST API over the serving core, as a Starlette (ASGI) application.
+"""TensorFlow Serving's REST API over the serving core, as an ASGI application (run by uvicorn;
+Starlette for the lifespan, metrics and liveness routes).
 
     GET  /v1/models/NAME[/versions/V|/labels/L]            model status
     GET  /v1/models/NAME[/versions/V|/labels/L]/metadata   signature defs
@@ -41,6 +42,8 @@ UNKNOWN = "(unknown)"
 
 
 class BodyError(Exception):
+    """A request body refused before it is parsed: too large (413) or too slow (408)."""
+
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
