@@ -6,12 +6,16 @@ naming keras_mlp and keras_cnn from tests/data/reference) once without and once 
 keep-alive connection per concurrent client, requests prepared once, so the client costs little
 next to the server), and with grpcio's asyncio client (one channel, the calls multiplexed on
 it, requests serialized once). For each API, model and concurrency 1, 8 and 64: throughput and
-p50/p99 latency of one-row predict requests (REST :predict, gRPC PredictionService/Predict), beside the in-process call time of the same signature on
-the same engine (`runtime.load(dir, engine="auto")`, median of repeated calls). The server's own
-overhead per request is the round trip at concurrency 1 minus the in-process call time
-(target < 300 us for keras_mlp's small payload; the client's own cost and the loopback are
-included, so the server's part is smaller). Then memory: the server's RSS after a warm-up and
-after --memory-requests more requests (default 100,000) at concurrency 8.
+p50/p99 latency of one-row predict requests (REST :predict, gRPC PredictionService/Predict),
+beside the in-process call time of the same signature on the same engine
+(`runtime.load(dir, engine="auto")`, median of repeated calls). The server's own overhead per
+request is the round trip at concurrency 1 minus the in-process call time (target < 300 us for
+keras_mlp's small REST payload; the client's own cost and the loopback are included, so the
+server's part is smaller), and, from the server's own latency histogram, the mean time in its
+request handler (parsing, checks, the worker-thread hop, the call) minus the in-process call
+time; the liveness (REST) and GetModelStatus (gRPC) round trips show the transport and client
+floor. Then memory: the server's RSS after a warm-up and after --memory-requests more requests
+(default 100,000) at concurrency 8.
 
 Every run is bounded: --requests per cell (default 2000), each cell also stops after
 --seconds (default 20). Prints a table; asserts nothing.
@@ -137,6 +141,20 @@ async def drive(port: int, request: bytes, concurrency: int, count: int, seconds
     return latencies, time.perf_counter() - started, errors
 
 
+def handler_totals(port: int, model: str) -> tuple[float, float]:
+    """(seconds, requests) the server's own latency histogram has recorded for `model`'s
+    predict calls: from the request reaching the handler to its answer being ready."""
+    import urllib.request
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/monitoring/prometheus/metrics").read().decode()
+    labels = f'{{api="predict",model_name="{model}",signature_name="serving_default"}}'
+    values = {}
+    for line in page.splitlines():
+        for part in ("sum", "count"):
+            if line.startswith(f"savedmodel_serve_request_latency_seconds_{part}{labels}"):
+                values[part] = float(line.rsplit(" ", 1)[1])
+    return values.get("sum", 0.0), values.get("count", 0.0)
+
+
 def grpc_request(name: str, row: np.ndarray) -> bytes:
     """A serialized PredictRequest for `name`'s serving_default with the row."""
     from savedmodel.protos import predict_pb2
@@ -221,6 +239,8 @@ def main() -> None:
     models = args.models.split(",")
     apis = args.apis.split(",")
     levels = [int(c) for c in args.concurrency.split(",")]
+    print(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs; "
+          "other jobs on the machine show in the figures)")
     inputs = {name: payload(name) for name in models}
     in_process = {name: in_process_seconds(name, inputs[name][0]) for name in models}
     print(f"{'api':<4} {'model':<10} {'batching':<8} {'conc':>4} {'req/s':>8} {'p50 us':>8} {'p99 us':>9} "
@@ -238,11 +258,16 @@ def main() -> None:
                         port, request, run = server.grpc_port, grpc_request(name, inputs[name][0]), drive_grpc
                     asyncio.run(run(port, request, 4, 200, args.seconds))  # warm-up
                     for concurrency in levels:
+                        before = handler_totals(server.port, name)
                         latencies, wall, errors = asyncio.run(
                             run(port, request, concurrency, args.requests, args.seconds))
+                        after = handler_totals(server.port, name)
                         p50 = percentile(latencies, 50)
                         if concurrency == 1:
-                            overhead[(api, name, batching)] = p50 - in_process[name][0]
+                            count = after[1] - before[1]
+                            handler = (after[0] - before[0]) / count if count else None
+                            overhead[(api, name, batching)] = (p50 - in_process[name][0],
+                                                               None if handler is None else handler - in_process[name][0])
                         print(f"{api:<4} {name:<10} {'on' if batching else 'off':<8} {concurrency:>4} "
                               f"{len(latencies) / wall:>8.0f} {p50 * 1e6:>8.0f} {percentile(latencies, 99) * 1e6:>9.0f} "
                               f"{in_process[name][0] * 1e6:>10.0f} {errors:>6}")
@@ -261,10 +286,13 @@ def main() -> None:
         if "grpc" in apis:
             print(f"GetModelStatus round trip (gRPC + client floor, no model run) at concurrency 1: "
                   f"p50 {grpc_floor * 1e6:.0f} us")
-        for (api, name, batching), seconds in overhead.items():
+        for (api, name, batching), (round_trip, handler) in overhead.items():
+            in_handler = "" if handler is None else (f"; in the handler {handler * 1e6:.0f} us "
+                                                     "(mean handler time - in-process call)")
             print(f"server overhead per request, {api}, {name}, batching {'on' if batching else 'off'}, "
-                  f"concurrency 1: {seconds * 1e6:.0f} us ({api} p50 - in-process call)")
+                  f"concurrency 1: {round_trip * 1e6:.0f} us ({api} p50 - in-process call){in_handler}")
         memory(models[0], inputs[models[0]][1], Path(tmp), args.memory_requests)
+    print(f"load average at end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 def memory(name: str, body: bytes, workdir: Path, count: int) -> None:

@@ -166,6 +166,8 @@ def _split(outputs: dict, sizes: list[int], total: int, where: str) -> list[dict
                                f"{where}: output {name!r} has shape {shape}, not the batch of {total} "
                                "rows on dimension 0 that batching splits; serve this signature "
                                "without --enable_batching")
+    if len(sizes) == 1:
+        return [outputs]
     bounds = np.cumsum(sizes)[:-1]
     pieces = {name: np.split(array, bounds) for name, array in outputs.items()}
     return [{name: pieces[name][i] for name in outputs} for i in range(len(sizes))]

@@ -72,7 +72,7 @@ class _Model:
     servables: dict[int, Servable] = field(default_factory=dict)
     """Replaced, never changed in place: readers take the current table without a lock."""
     statuses: dict[int, VersionStatus] = field(default_factory=dict)
-    failed: dict[int, float] = field(default_factory=dict)
+    failed: dict[int, tuple] = field(default_factory=dict)
     """Versions that failed to load -> the modification time of the files they failed with."""
 
 
@@ -204,9 +204,15 @@ def _version_folders(base_path: Path) -> dict[int, Path]:
             if e.name.isdigit() and e.is_dir() and len(e.name) < 19}
 
 
-def _stamp(path: Path) -> float:
-    """When a version's files last changed, to retry a failed load only after they did."""
-    try:
-        return max([os.stat(path).st_mtime] + [e.stat().st_mtime for e in os.scandir(path)])
-    except OSError:
-        return 0.0
+def _stamp(path: Path) -> tuple[float, int]:
+    """When a version's files last changed, and how many there are, to retry a failed load only
+    after they did (a copy that was still being written when the load failed)."""
+    latest, count = 0.0, 0
+    for folder, _, files in os.walk(path):
+        for name in (folder, *(os.path.join(folder, f) for f in files)):
+            try:
+                latest = max(latest, os.stat(name).st_mtime)
+            except OSError:
+                continue
+            count += 1
+    return latest, count

@@ -21,6 +21,11 @@ import numpy as np
 
 from savedmodel.serve.errors import invalid
 
+try:
+    import orjson
+except ImportError:  # optional (in the serve extra): the standard library parses the same JSON
+    orjson = None
+
 B64 = "b64"
 BYTES_SUFFIX = "_bytes"
 
@@ -28,7 +33,7 @@ BYTES_SUFFIX = "_bytes"
 def parse_body(body: bytes) -> dict:
     """The request's JSON object; INVALID_ARGUMENT naming the position of a syntax error."""
     try:
-        document = json.loads(body)
+        document = _loads(body)
     except UnicodeDecodeError as err:
         raise invalid(f"JSON Parse error: the body is not UTF-8 text (byte {err.start})") from None
     except json.JSONDecodeError as err:
@@ -39,6 +44,18 @@ def parse_body(body: bytes) -> dict:
     if not isinstance(document, dict):
         raise invalid(f"JSON Parse error: the request must be a JSON object, got {_json_type(document)}")
     return document
+
+
+def _loads(body: bytes):
+    """orjson when installed (it reads numbers several times faster); the standard parser for
+    what orjson refuses: the NaN / Infinity tokens TensorFlow Serving accepts, and syntax errors,
+    which it then locates."""
+    if orjson is not None:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(body)
 
 
 def signature_name(document: dict) -> str | None:

@@ -154,7 +154,8 @@ def test_batched_requests_get_their_own_rows():
 
 def test_version_hot_swap_under_load(tmp_path):
     """A client loop keeps succeeding while version 2 is added and version 1 removed; a corrupt
-    version 3 leaves version 2 serving and shows in the status."""
+    version 3 leaves version 2 serving and shows in the status, and loads once its files are
+    fixed."""
     base = model_base(tmp_path, "mlp", {1: KERAS_MLP})
     features = np.load(KERAS_MLP.parent / "keras_mlp.io.npz")["sig/serving_default/in/features"]
     expected = np.load(KERAS_MLP.parent / "keras_mlp.io.npz")["sig/serving_default/out/output_0"]
@@ -198,10 +199,14 @@ def test_version_hot_swap_under_load(tmp_path):
             milestones.append(len(successes))
             time.sleep(0.3)  # a few more polls: version 3 is not retried, version 2 keeps serving
             milestones.append(len(successes))
+            final = status(client)
+            for item in KERAS_MLP.iterdir():  # version 3's files are fixed: it loads now
+                (shutil.copytree if item.is_dir() else shutil.copy)(item, base / "3" / item.name)
+            wait_for(lambda: state(client, "3") == "AVAILABLE", what="version 3 loading once fixed")
+            wait_for(lambda: state(client, "2") == "END", what="version 2 unloaded")
         finally:
             stop.set()
             worker.join(30)
-        final = status(client)
         served = client.post("/v1/models/mlp:predict", json={"inputs": {"features": features.tolist()}})
     assert failures == []
     assert final["2"] == {"version": "2", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
