@@ -14,6 +14,7 @@ from savedmodel.cli.demo import demo
 from savedmodel.cli.graph import graph
 from savedmodel.cli.inspect_commands import ckpt, diff, ops
 from savedmodel.cli.run_commands import compare, run
+from savedmodel.cli.serve import serve
 from savedmodel.cli.show import show
 from savedmodel.cli.summary import summary
 from savedmodel.cli.view import view
@@ -33,5 +34,5 @@ def main() -> None:
     """
 
 
-for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary, view, bench):
+for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary, view, bench, serve):
     main.add_command(command)

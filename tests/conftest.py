@@ -61,6 +61,18 @@ def tf():
     return _import_tensorflow()
 
 
+@pytest.fixture(scope="session")
+def tf_serving(tf):
+    """TensorFlow Serving's Python API (tensorflow-serving-api, in the interop extra beside
+    TensorFlow): its protos and gRPC stubs, the official client our server must answer."""
+    try:
+        return importlib.import_module("tensorflow_serving.apis")
+    except ImportError as err:
+        if REQUIRE_TF:
+            pytest.fail(f"SAVEDMODEL_REQUIRE_TF=1 but tensorflow-serving-api cannot be imported: {err}")
+        pytest.skip("tensorflow-serving-api is not installed (live interop test)")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tf" in getattr(item, "fixturenames", ()):

@@ -28,6 +28,7 @@ COMMANDS = {
     "summary": ([SEEDS], "savedmodel.cli.summary.summarize"),
     "view": ([SEEDS], "savedmodel.cli.view.write_view"),
     "bench": ([SEEDS], "savedmodel.cli.bench.run_bench"),
+    "serve": (["--model_base_path", SEEDS.parent], "savedmodel.serve.server.run"),
 }
 
 

@@ -27,3 +27,17 @@ def test_codec_library_is_imported_only_when_a_codec_op_runs():
     code = "import sys, savedmodel.runtime.kernels; print('PIL' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_server_deploys_only_the_runtime():
+    """`savedmodel.serve` runs models through the runtime: importing all of it (REST, batching,
+    the command's server) must not import the authoring side."""
+    code = ("import sys, savedmodel.serve, savedmodel.serve.rest, savedmodel.serve.server, "
+            "savedmodel.serve.config\n"
+            "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('savedmodel'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.split()
+    outside = [m for m in loaded if m != "savedmodel"
+               and not m.startswith(("savedmodel.runtime", "savedmodel.protos", "savedmodel.serve"))]
+    assert "savedmodel.serve.rest" in loaded
+    assert outside == []

@@ -71,29 +71,65 @@ def test_unknown_fields_are_reported_with_their_path():
         "$.meta_graphs[0].signature_def['serving_default']: unknown field number(s) [100]"]
 
 
-def _tensorflow_module(tf, name: str):
-    for folder in ("framework", "protobuf"):
+TENSORFLOW_PACKAGES = ["tensorflow.core.framework", "tensorflow.core.protobuf", "tensorflow.core.example"]
+SERVING_PACKAGES = ["tensorflow_serving.apis", "tensorflow_serving.config"]
+SERVING_PROTO_NAMES = [n for n in PROTO_NAMES if importlib.import_module(
+    f"savedmodel.protos.{n}_pb2").DESCRIPTOR.package == "savedmodel.serving"]
+CORE_PROTO_NAMES = [n for n in PROTO_NAMES if n not in SERVING_PROTO_NAMES]
+
+
+def _tensorflow_file(packages: list[str], name: str):
+    """The file descriptor of TensorFlow's (or TF Serving's) `name`.proto. A file that only
+    re-exports another (TensorFlow's error_codes.proto, which moved to TSL) stands for the file
+    it imports publicly."""
+    for package in packages:
         try:
-            return importlib.import_module(f"tensorflow.core.{folder}.{name}_pb2")
+            descriptor = importlib.import_module(f"{package}.{name}_pb2").DESCRIPTOR
         except ImportError:
             continue
-    raise AssertionError(f"TensorFlow has no {name}.proto")
+        while not (descriptor.message_types_by_name or descriptor.enum_types_by_name
+                   or descriptor.services_by_name) and len(descriptor.public_dependencies) == 1:
+            descriptor = descriptor.public_dependencies[0]
+        return descriptor
+    raise AssertionError(f"no {name}.proto in {packages}")
 
 
-def _normalized_descriptor(module) -> str:
+def _normalized_descriptor(file_descriptor) -> str:
     """The file descriptor as text, with package, file paths and file options taken out."""
     proto = descriptor_pb2.FileDescriptorProto()
-    module.DESCRIPTOR.CopyToProto(proto)
+    file_descriptor.CopyToProto(proto)
     proto.ClearField("options")
     proto.ClearField("package")
     text = str(proto).replace(".savedmodel.", ".").replace(".tensorflow.", ".")
-    return re.sub(r'"(savedmodel/protos|tensorflow/core/(framework|protobuf))/', '"', text)
+    return re.sub(r'"(savedmodel/protos|tensorflow/core/(framework|protobuf|example)'
+                  r'|tensorflow_serving/(apis|config)|xla/tsl/protobuf)/', '"', text)
 
 
-@pytest.mark.parametrize("name", PROTO_NAMES)
+def _ours(name: str):
+    return importlib.import_module(f"savedmodel.protos.{name}_pb2").DESCRIPTOR
+
+
+@pytest.mark.parametrize("name", CORE_PROTO_NAMES)
 def test_descriptors_equal_tensorflows(tf, name):
-    ours = importlib.import_module(f"savedmodel.protos.{name}_pb2")
-    assert _normalized_descriptor(ours) == _normalized_descriptor(_tensorflow_module(tf, name))
+    theirs = _tensorflow_file(TENSORFLOW_PACKAGES, name)
+    assert _normalized_descriptor(_ours(name)) == _normalized_descriptor(theirs)
+
+
+@pytest.mark.parametrize("name", SERVING_PROTO_NAMES)
+def test_serving_descriptors_equal_tensorflow_servings(tf_serving, name):
+    """Every message, field (name, number, type, label, options), enum and service of TF
+    Serving's protos, so its clients and ours read each other's bytes."""
+    theirs = _tensorflow_file(SERVING_PACKAGES, name)
+    assert _normalized_descriptor(_ours(name)) == _normalized_descriptor(theirs)
+
+
+def test_serving_protos_cover_the_services():
+    assert SERVING_PROTO_NAMES
+    services = {s.name: [m.name for m in s.methods] for n in SERVING_PROTO_NAMES
+                for s in _ours(n).services_by_name.values()}
+    assert services == {"PredictionService": ["Classify", "Regress", "Predict", "MultiInference",
+                                              "GetModelMetadata"],
+                        "ModelService": ["GetModelStatus", "HandleReloadConfigRequest"]}
 
 
 @pytest.mark.parametrize("model", SAVEDMODELS, ids=lambda p: p.name)
