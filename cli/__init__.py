@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from savedmodel.cli.batch import batch
 from savedmodel.cli.demo import demo
 from savedmodel.cli.graph import graph
 from savedmodel.cli.inspect_commands import ckpt, diff, ops
@@ -30,5 +31,5 @@ def main() -> None:
     """
 
 
-for command in (demo, show, run, graph, ops, ckpt, diff, compare):
+for command in (demo, show, run, graph, ops, ckpt, diff, compare, batch):
     main.add_command(command)

@@ -25,6 +25,7 @@ COMMANDS = {
     "ckpt": ([SEEDS], "savedmodel.cli.inspect_commands.describe_checkpoint"),
     "diff": ([SEEDS, SEEDS], "savedmodel.cli.inspect_commands.diff_models"),
     "compare": ([SEEDS], "savedmodel.cli.run_commands.load"),
+    "batch": ([SEEDS, "--input", "in.parquet", "--output", "out.parquet"], "savedmodel.cli.batch._run"),
 }
 
 
