@@ -193,10 +193,17 @@ def _arrow_column(column: np.ndarray) -> pa.Array:
 
 
 def _plain(value):
-    """A cell of an object column (bytes, text, a ragged row) as Arrow takes it."""
+    """A cell of an object column (bytes, text, a ragged row, nested lists as Ray gives JSON's)
+    as Arrow and JSON take it."""
     if isinstance(value, bytes):
         return _text(value)
-    return value.tolist() if isinstance(value, np.ndarray) else value
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return [_plain(v) for v in value] if _is_object(value) else np.asarray(value).tolist()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _is_object(value) -> bool:
+    return isinstance(value, (list, tuple)) or value.dtype == object
 
 
 def _text(value: bytes) -> str | bytes:

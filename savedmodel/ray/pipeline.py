@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -152,18 +153,33 @@ def _length(batch: dict[str, np.ndarray]) -> int:
 
 
 def _ray_failure(err: Exception) -> str:
-    """One line for a failure Ray reports: the innermost cause's message, not a worker's stack."""
-    cause = err
-    while True:
-        inner = getattr(cause, "cause", None) or cause.__cause__
-        if inner is None or inner is cause:
-            break
-        cause = inner
-    if isinstance(cause, ray.exceptions.ActorDiedError):
+    """One line for a failure Ray reports, not a worker's stack trace: the exception raised in
+    the worker (Ray passes it on as the text of its traceback), named by its message alone when
+    it is one of ours."""
+    if _chain_has(err, ray.exceptions.ActorDiedError):
         return (f"a model actor died {RETRIES + 1} times (Ray restarted it {RETRIES} times): the "
                 "model may need more memory than a worker has, or crash on some input")
-    lines = [line for line in str(cause).splitlines() if line.strip()]
-    return " ".join(lines[-1].split()) if lines else type(cause).__name__
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    for line in lines:
+        raised = _RAISED.match(line)
+        if raised and raised["name"] not in _RAY_WRAPPERS:
+            ours = (raised["module"] or "").startswith("savedmodel.")
+            return raised["message"] if ours else f"{raised['name']}: {raised['message']}"
+    return lines[-1] if lines else type(err).__name__
+
+
+_RAISED = re.compile(r"^(?P<module>[\w.]+\.)?(?P<name>\w+(?:Error|Exception)): (?P<message>.+)$")
+_RAY_WRAPPERS = {"UserCodeException", "RayTaskError"}
+
+
+def _chain_has(err: BaseException, kind: type) -> bool:
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, kind):
+            return True
+        seen.add(id(err))
+        err = getattr(err, "cause", None) or err.__cause__
+    return False
 
 
 def _join(address: str | None, actors: int, cpus_per_actor: float) -> bool:

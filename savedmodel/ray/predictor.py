@@ -255,7 +255,7 @@ def _fit(values: np.ndarray, shape: tuple | None, leading: int) -> np.ndarray | 
     rows = values.shape[leading:]
     if len(rows) == len(shape) and all(w is None or w == g for w, g in zip(shape, rows)):
         return values
-    if all(d is not None for d in shape) and math.prod(rows) == math.prod(shape):
+    if rows and shape and all(d is not None for d in shape) and math.prod(rows) == math.prod(shape):
         return values.reshape(values.shape[:leading] + tuple(shape))
     return None
 
