@@ -315,3 +315,37 @@ def test_a_failing_actor_is_one_clear_error(tmp_path):
 class _AlwaysDies(SavedModelPredictor):
     def __call__(self, batch):
         os._exit(1)
+
+
+def test_a_missing_column_stops_the_command_with_one_line(tmp_path):
+    pq.write_table(pa.table({"pixels": np.zeros(3, np.float32)}), tmp_path / "in.parquet")
+    result = CliRunner().invoke(main, ["batch", str(MLP), "--input", str(tmp_path / "in.parquet"),
+                                       "--output", str(tmp_path / "out.parquet"), "--signature", "serve",
+                                       "--column", "features=f0,f1", "--actors", "1", "--cpus-per-actor", "0.5"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: {tmp_path / 'in.parquet'}, row 0: no column(s) ['f0', 'f1'] for input 'features' of "
+        "signature 'serve'; the columns are ['pixels']")
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv"])
+def test_string_columns_give_tensorflows_outputs(tmp_path, kind):
+    """keras_string_lookup's `words: string (-1, 3)`: a list of strings per JSON row, or three
+    CSV text columns stacked with --column; TensorFlow recorded the first two rows."""
+    model = REFERENCE.parent / "models" / "keras_string_lookup"
+    recorded = np.load(str(model) + ".io.npz")
+    words = [[w.decode() for w in row] for row in recorded["sig/serving_default/in/words"]]
+    words += [["dog", "bird", "cat"], ["zebra", "", "owl"], ["cat", "cat", "cat"]]
+    source = tmp_path / f"in.{kind}"
+    if kind == "jsonl":
+        source.write_text("".join(json.dumps({"words": w}) + "\n" for w in words))
+        columns = {}
+    else:
+        pa_csv.write_csv(pa.table({f"w{i}": [w[i] for w in words] for i in range(3)}), source)
+        columns = {"words": ["w0", "w1", "w2"]}
+    run_batch(model, str(source), tmp_path / "out.parquet", columns=columns, batch_size=2, **RUN)
+    written = _read_output(tmp_path / "out.parquet")
+    expected = _loop(model, "serving_default", [{"words": np.array(w, dtype=object)} for w in words], True)
+    for key in ("hashed", "ids", "ids_two_oov"):
+        np.testing.assert_array_equal(written[key], np.stack([e[key] for e in expected]))
+        np.testing.assert_array_equal(written[key][:2], recorded[f"sig/serving_default/out/{key}"])

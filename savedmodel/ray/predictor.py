@@ -25,7 +25,9 @@ it) is found by running the batch's rows one at a time. With `on_error="raise"` 
 raised as a RowError naming the row (its index in the batch, and its file when the batch has a
 `path` column); with `on_error="record"` every row gets a message in the ERROR_COLUMN column ("" for
 rows that ran) and the failed rows' outputs are zeros, so the caller can name the row by its
-place in the whole input (the `savedmodel batch` pipeline does).
+place in the whole input (the `savedmodel batch` pipeline does). A mistake in the column mapping
+(BatchColumnsError) is recorded against every row of the batch too, rather than raised inside a
+Ray worker, whose stack trace Ray would print.
 """
 from __future__ import annotations
 
@@ -88,10 +90,17 @@ class SavedModelPredictor:
 
     def __call__(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         rows = _row_count(batch)
+        try:
+            return self._with_outputs(batch, rows)
+        except BatchColumnsError as err:
+            if self._on_error == "raise":
+                raise
+            return {**batch, ERROR_COLUMN: np.full(rows, _one_line(err), dtype=object)}
+
+    def _with_outputs(self, batch: Mapping[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
         sources = {key: self._source(key, batch) for key in self._inputs}
         try:
-            outputs = self._run_batch(sources, rows)
-            errors = None
+            outputs, errors = self._run_batch(sources, rows), None
         except ROW_ERRORS:
             outputs, errors = self._run_rows(sources, rows, _paths(batch))
         result = dict(batch)
@@ -112,16 +121,16 @@ class SavedModelPredictor:
         if isinstance(named, str):
             if named in batch:
                 return batch[named]
-            data = [c for c in batch if c not in (PATH_COLUMN, ERROR_COLUMN)]
+            data = _data_columns(batch)
             if key not in self._columns and len(self._inputs) == 1 and len(data) == 1:
                 return batch[data[0]]
             raise BatchColumnsError(f"no column {named!r} for input {key!r} of signature "
-                                    f"{self.signature.name!r}; the columns are {sorted(batch)} "
+                                    f"{self.signature.name!r}; the columns are {sorted(data)} "
                                     "(map inputs to columns with `columns`)")
         missing = [c for c in named if c not in batch]
         if missing:
             raise BatchColumnsError(f"no column(s) {missing} for input {key!r} of signature "
-                                    f"{self.signature.name!r}; the columns are {sorted(batch)}")
+                                    f"{self.signature.name!r}; the columns are {sorted(_data_columns(batch))}")
         parts = [_plain_rows(batch[c], c) for c in named]
         return np.stack(parts, axis=-1)
 
@@ -207,6 +216,11 @@ def _row_count(batch: Mapping[str, np.ndarray]) -> int:
         raise BatchColumnsError(f"the batch's columns have different lengths: "
                                 f"{ {k: len(v) for k, v in batch.items()} }")
     return lengths.pop() if lengths else 0
+
+
+def _data_columns(batch: Mapping[str, np.ndarray]) -> list[str]:
+    """The batch's columns other than those the pipeline adds (file paths, recorded errors)."""
+    return [c for c in batch if c not in (PATH_COLUMN, ERROR_COLUMN)]
 
 
 def _paths(batch: Mapping[str, np.ndarray]) -> np.ndarray | None:
