@@ -8,7 +8,8 @@ starting and loading the model, the dataset plan, the output file), each the med
 run's wall clock minus the loop's, divided by the number of batches: everything the pipeline adds
 to the model's own work (the fixed cost, reading the Parquet input, moving batches to the actors
 and back, writing the output, the input's images too: 3 KB a row), less what a second actor
-gains by computing in parallel.
+gains by computing in parallel. "Beyond the fixed cost" divides the rows by the full run's time
+less the one-batch run's: the rate a long run tends to.
 
 Usage: python bench/bench_batch.py [--rows N] [--batch-size N]   (needs the `ray` extra)
 """
@@ -85,8 +86,10 @@ def main() -> None:
                     on_ray(scratch / part, scratch / "out.parquet", actors, args.batch_size)
                     for _ in range(args.repeats)) for part in ("one", "all"))
                 overhead = (total - loop) / batches
+                steady = args.rows / max(total - fixed, 1e-9)
                 print(f"  ray, {actors} actor(s): {total:7.2f} s  {args.rows / total:8.0f} rows/s  "
-                      f"fixed cost {fixed:.2f} s, overhead {1000 * overhead:6.2f} ms/batch")
+                      f"overhead {1000 * overhead:6.2f} ms/batch; fixed cost {fixed:.2f} s, "
+                      f"{steady:.0f} rows/s beyond it")
         finally:
             ray.shutdown()
 

@@ -16,12 +16,13 @@ the run instead of retrying forever.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from savedmodel.ray import formats
 from savedmodel.ray.predictor import ERROR_COLUMN, PATH_COLUMN, SavedModelPredictor
 from savedmodel.runtime.errors import SavedModelError
 
+BLOCK_BYTES = 8 << 20
+"""The largest block Ray Data makes (see _data_context)."""
 RETRIES = 3
 """How often a dead actor is restarted, and a batch it was running retried."""
 
@@ -70,14 +73,13 @@ def run_batch(model_dir: str | Path, input_path: str, output: str | Path, *,
     _probe(model_dir, signature, engine)
     started = _join(address, actors, cpus_per_actor)
     try:
-        ray.data.DataContext.get_current().execution_options.preserve_order = True
-        with warnings.catch_warnings():
+        with _data_context(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
             dataset = formats.read(_absolute(input_path)).map_batches(
                 predictor, **_map_options(model_dir, signature, columns, engine, batch_size, actors,
                                           cpus_per_actor))
-        begin = time.perf_counter()
-        rows, written = _write(dataset, output)
+            begin = time.perf_counter()
+            rows, written = _write(dataset, output)
         return BatchResult(rows, time.perf_counter() - begin, output, written)
     finally:
         if started:
@@ -103,6 +105,21 @@ def _probe(model_dir: str, signature: str, engine: str) -> None:
     """Load the model here first, so that a bad model or signature name is one clear error before
     any actor starts (the actors load it again, each once)."""
     SavedModelPredictor(model_dir, signature, engine=engine)
+
+
+@contextlib.contextmanager
+def _data_context() -> Iterator[None]:
+    """Ray Data's settings for the run, restored after it: blocks in input order
+    (`preserve_order`), and blocks of at most BLOCK_BYTES, so that the actors share the work and
+    the first rows reach the output early (by default Ray reads small files into one block of up
+    to 128 MiB, which one actor would then process alone)."""
+    context = ray.data.DataContext.get_current()
+    saved = context.execution_options.preserve_order, context.target_max_block_size
+    context.execution_options.preserve_order, context.target_max_block_size = True, BLOCK_BYTES
+    try:
+        yield
+    finally:
+        context.execution_options.preserve_order, context.target_max_block_size = saved
 
 
 def _map_options(model_dir, signature, columns, engine, batch_size, actors, cpus_per_actor) -> dict:
