@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -349,3 +351,34 @@ def test_string_columns_give_tensorflows_outputs(tmp_path, kind):
     for key in ("hashed", "ids", "ids_two_oov"):
         np.testing.assert_array_equal(written[key], np.stack([e[key] for e in expected]))
         np.testing.assert_array_equal(written[key][:2], recorded[f"sig/serving_default/out/{key}"])
+
+
+def test_the_command_joins_a_running_cluster(tmp_path):
+    """`--address` joins the cluster this test module runs (its GCS address), from another process;
+    the actors run there, and the command leaves the cluster running."""
+    rows = np.random.default_rng(9).random((50, 8), dtype=np.float32)
+    np.save(tmp_path / "in.npy", rows)
+    command = [str(Path(sys.executable).parent / "savedmodel"), "batch", str(MLP), "--input",
+               str(tmp_path / "in.npy"), "--output", str(tmp_path / "out.jsonl"), "--signature", "serve",
+               "--address", ray.get_runtime_context().gcs_address, "--cpus-per-actor", "0.5"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("50 rows in ")
+    written = _read_output(tmp_path / "out.jsonl")
+    expected = _loop(MLP, "serve", [{"features": r} for r in rows], True)
+    np.testing.assert_allclose(written["output_0"], np.stack([e["output_0"] for e in expected]),
+                               rtol=1e-5, atol=1e-6)
+    assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 2
+
+
+def test_an_unreachable_cluster_is_one_clear_error(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros((2, 8), np.float32))
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    command = [str(Path(sys.executable).parent / "savedmodel"), "batch", str(MLP), "--input",
+               str(tmp_path / "in.npy"), "--output", str(tmp_path / "out.parquet"), "--address",
+               f"127.0.0.1:{port}"]  # another process: this one has joined the module's Ray
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith(f"Error: cannot reach the Ray cluster at 127.0.0.1:{port}")

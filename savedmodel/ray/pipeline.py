@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -64,18 +65,21 @@ def run_batch(model_dir: str | Path, input_path: str, output: str | Path, *,
               address: str | None = None, engine: str = "auto", overwrite: bool = False,
               predictor: type[SavedModelPredictor] = SavedModelPredictor) -> BatchResult:
     """Run `signature` of `model_dir` over every row of `input_path` and write the rows with the
-    outputs added to `output` (see the module docstring). Joins the Ray cluster at `address`,
-    or the one this process already joined, or starts a local one that ends with the run.
+    outputs added to `output` (see the module docstring). Runs on the Ray this process has
+    already joined, if any; else joins the cluster at `address`, or starts a local Ray that ends
+    with the run.
     `predictor` is the class the actors run (a subclass, to test an actor that dies)."""
     output = Path(output)
     formats.check_output(output, overwrite)
     model_dir = _absolute(str(model_dir))
+    input_path = _absolute(input_path)
+    formats.input_format(input_path)
     _probe(model_dir, signature, engine)
     started = _join(address, actors, cpus_per_actor)
     try:
         with _data_context(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-            dataset = formats.read(_absolute(input_path)).map_batches(
+            dataset = formats.read(input_path).map_batches(
                 predictor, **_map_options(model_dir, signature, columns, engine, batch_size, actors,
                                           cpus_per_actor))
             begin = time.perf_counter()
@@ -204,12 +208,24 @@ def _join(address: str | None, actors: int, cpus_per_actor: float) -> bool:
     if ray.is_initialized():
         return False
     if address:
+        _check_reachable(address)
         ray.init(address=address, logging_level=logging.WARNING)
         return False
     # One logical CPU beyond the actors' own, so that reading is never starved behind them.
     cpus = max(os.cpu_count() or 1, int(actors * cpus_per_actor + 0.999) + 1)
     ray.init(num_cpus=cpus, include_dashboard=False, logging_level=logging.WARNING)
     return True
+
+
+def _check_reachable(address: str, seconds: float = 10.0) -> None:
+    """Fail fast on a cluster address nothing answers at: Ray itself keeps retrying for minutes."""
+    host, sep, port = address.split("://")[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as err:
+        raise BatchError(f"cannot reach the Ray cluster at {address}: {err.strerror or err}") from None
 
 
 def _absolute(path: str) -> str:
