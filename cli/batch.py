@@ -6,6 +6,7 @@ when it is missing.
 from __future__ import annotations
 
 import importlib.util
+import logging
 from pathlib import Path
 
 import click
@@ -57,9 +58,15 @@ def batch(model: Path, input_path: str, output: Path, signature: str, batch_size
                f"-> {result.output} (columns: {', '.join(result.columns)})")
 
 
+_TRACE_LOGGERS = ("ray.data.exceptions", "ray.data._internal.execution.streaming_executor_state")
+"""Where Ray Data logs a failed task's stack trace; the command reports the failure in one line."""
+
+
 def _run(model: Path, input_path: str, output: Path, column_specs: tuple[str, ...], **options):
     """savedmodel.ray.run_batch, imported only now: Ray is an optional extra."""
     if importlib.util.find_spec("ray") is None:
         raise click.ClickException("`savedmodel batch` needs Ray: pip install 'savedmodel[ray]'")
     from savedmodel.ray import parse_columns, run_batch
+    for name in _TRACE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     return run_batch(model, input_path, output, columns=parse_columns(column_specs), **options)

@@ -382,3 +382,17 @@ def test_an_unreachable_cluster_is_one_clear_error(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1].startswith(f"Error: cannot reach the Ray cluster at 127.0.0.1:{port}")
+
+
+def test_an_unreadable_file_is_one_line_without_stack_traces(tmp_path):
+    """A file Ray's reader rejects stops the command with one line naming the input; Ray's own
+    stack traces of the failed task stay out of stderr (a fresh process: its real stderr)."""
+    source = tmp_path / "broken.jsonl"
+    source.write_text('{"features": [1, 2, 3, 4, 5, 6, 7, 8]}\n{"features": [1, 2\n')
+    command = [str(Path(sys.executable).parent / "savedmodel"), "batch", str(MLP), "--input", str(source),
+               "--output", str(tmp_path / "out.parquet"), "--signature", "serve", "--cpus-per-actor", "0.5"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith(f"Error: reading or mapping {source}: ValueError: ")
+    assert "Traceback" not in done.stderr
+    assert sorted(tmp_path.iterdir()) == [source]

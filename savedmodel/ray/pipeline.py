@@ -83,7 +83,7 @@ def run_batch(model_dir: str | Path, input_path: str, output: str | Path, *,
                 predictor, **_map_options(model_dir, signature, columns, engine, batch_size, actors,
                                           cpus_per_actor))
             begin = time.perf_counter()
-            rows, written = _write(dataset, output)
+            rows, written = _write(dataset, output, input_path)
         return BatchResult(rows, time.perf_counter() - begin, output, written)
     finally:
         if started:
@@ -137,7 +137,7 @@ def _map_options(model_dir, signature, columns, engine, batch_size, actors, cpus
         max_restarts=RETRIES, max_task_retries=RETRIES)
 
 
-def _write(dataset: ray.data.Dataset, output: Path) -> tuple[int, list[str]]:
+def _write(dataset: ray.data.Dataset, output: Path, source: str) -> tuple[int, list[str]]:
     """Take the mapped batches in order, stop at the first bad row, write the rest; the number of
     rows and the columns written."""
     rows_per_file: dict[str, int] = {}
@@ -152,7 +152,7 @@ def _write(dataset: ray.data.Dataset, output: Path) -> tuple[int, list[str]]:
                 total += _length(batch)
                 columns = columns or list(batch)
         except ray.exceptions.RayError as err:
-            raise BatchError(_ray_failure(err)) from None
+            raise BatchError(f"reading or mapping {source}: {_ray_failure(err)}") from None
         writer.commit()
     return total, columns
 
