@@ -193,7 +193,7 @@ def test_a_folder_is_read_in_file_name_order(tmp_path):
     images, _ = _cnn_rows(30)
     folder = tmp_path / "parts"
     folder.mkdir()
-    for number, start in enumerate((0, 7, 19)):
+    for number, start in reversed(list(enumerate((0, 7, 19)))):  # written last to first
         stop = {0: 7, 7: 19, 19: 30}[start]
         pq.write_table(pa.table({"id": np.arange(start, stop), "image": pa.FixedShapeTensorArray
                                  .from_numpy_ndarray(images[start:stop])}), folder / f"part-{number}.parquet")
