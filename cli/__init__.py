@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from savedmodel.cli.bench import bench
+from savedmodel.cli.batch import batch
 from savedmodel.cli.demo import demo
 from savedmodel.cli.graph import graph
 from savedmodel.cli.inspect_commands import ckpt, diff, ops
@@ -34,5 +35,5 @@ def main() -> None:
     """
 
 
-for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary, view, bench, serve):
+for command in (demo, show, run, graph, ops, ckpt, diff, compare, summary, view, bench, serve, batch):
     main.add_command(command)

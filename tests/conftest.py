@@ -45,6 +45,25 @@ and the expected values of the tests would depend on the machine. Set before any
 TensorFlow, here or in a subprocess."""
 
 
+REQUIRE_RAY = os.environ.get("SAVEDMODEL_REQUIRE_RAY") == "1"
+"""Set by .ci/run: the Ray batch tests (tests/test_ray_batch.py) fail instead of skipping when
+Ray is not installed."""
+
+
+def import_ray():
+    """Ray with Ray Data, at a test module's top: the module is skipped when Ray is not
+    installed (the optional `ray` extra), unless SAVEDMODEL_REQUIRE_RAY=1."""
+    try:
+        importlib.import_module("ray.data")
+        importlib.import_module("pyarrow")
+    except ImportError as err:
+        if REQUIRE_RAY:
+            pytest.fail(f"SAVEDMODEL_REQUIRE_RAY=1 but Ray Data cannot be imported: {err}",
+                        pytrace=False)
+        pytest.skip(f"Ray is not installed (the `ray` extra): {err}", allow_module_level=True)
+    return importlib.import_module("ray")
+
+
 def _import_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:

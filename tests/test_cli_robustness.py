@@ -29,6 +29,7 @@ COMMANDS = {
     "view": ([SEEDS], "savedmodel.cli.view.write_view"),
     "bench": ([SEEDS], "savedmodel.cli.bench.run_bench"),
     "serve": (["--model_base_path", SEEDS.parent], "savedmodel.serve.server.run"),
+    "batch": ([SEEDS, "--input", "in.parquet", "--output", "out.parquet"], "savedmodel.cli.batch._run"),
 }
 
 
