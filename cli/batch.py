@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from savedmodel.cli.completion import complete_signatures
 from savedmodel.cli.errors import reports_errors
 from savedmodel.runtime.loader import ENGINES
 
@@ -23,7 +24,8 @@ from savedmodel.runtime.loader import ENGINES
 @click.option("--output", required=True, type=click.Path(path_type=Path), metavar="PATH",
               help="The file to write: the input's columns and the outputs, in input order; "
                    ".csv, .jsonl/.json or .npz by its suffix, Parquet otherwise.")
-@click.option("--signature", default="serving_default", show_default=True, help="The signature to run.")
+@click.option("--signature", default="serving_default", show_default=True, shell_complete=complete_signatures,
+              help="The signature to run.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True,
               help="Rows per call of the model.")
 @click.option("--address", metavar="RAY_ADDRESS",

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from savedmodel.benchmark import BenchReport, bench as run_bench
+from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
 from savedmodel.cli.progress import progress_option
 from savedmodel.runtime.loader import ENGINES
@@ -28,8 +29,9 @@ def _batches(context, parameter, text: str) -> list[int]:
 @click.command()
 @click.argument("export_dir", type=click.Path(path_type=Path))
 @click.option("--signature-def", "--signature_def", "--signature", "signature", default="serving_default",
-              show_default=True, help="The signature to time.")
-@click.option("--tag-set", "--tag_set", "tags", default="serve", show_default=True)
+              show_default=True, shell_complete=complete_signatures, help="The signature to time.")
+@click.option("--tag-set", "--tag_set", "tags", default="serve", show_default=True,
+              shell_complete=complete_tag_sets)
 @click.option("--batch", "batches", default="1", show_default=True, metavar="N[,N...]", callback=_batches,
               help="Batch sizes (the size of the inputs' unknown dimensions), each timed in turn.")
 @click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,

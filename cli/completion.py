@@ -24,9 +24,9 @@ def complete_tag_sets(ctx: click.Context, param: click.Parameter, incomplete: st
 
 
 def _model_path(ctx: click.Context):
-    """EXPORT_DIR as parsed; when the option being completed ends the line, click stops
+    """EXPORT_DIR (or MODEL) as parsed; when the option being completed ends the line, click stops
     parsing before it assigns arguments, and the path is the first word left over."""
-    path = ctx.params.get("export_dir")
+    path = ctx.params.get("export_dir", ctx.params.get("model"))
     if path is None and ctx.args:
         path = ctx.args[0]
     return path

@@ -31,7 +31,8 @@ def _signatures(path: Path, tags: str = "serve") -> list[str]:
 @pytest.mark.parametrize("command, option", [
     ("show", "--signature-def"), ("show", "--signature_def"), ("graph", "--signature-def"),
     ("run", "--signature_def"), ("compare", "--signature-def"), ("summary", "--signature"),
-    ("summary", "--signature-def"), ("view", "--signature"), ("view", "--signature_def")])
+    ("summary", "--signature-def"), ("view", "--signature"), ("view", "--signature_def"),
+    ("bench", "--signature"), ("batch", "--signature")])
 def test_signature_options_complete_the_models_signatures(command, option):
     expected = _signatures(SEEDS)
     assert len(expected) > 3
@@ -42,7 +43,7 @@ def test_signature_options_complete_the_models_signatures(command, option):
 
 @pytest.mark.parametrize("command, option", [
     ("show", "--tag-set"), ("show", "--tag_set"), ("graph", "--tag-set"), ("run", "--tag_set"),
-    ("compare", "--tag-set"), ("summary", "--tag-set"), ("view", "--tag-set")])
+    ("compare", "--tag-set"), ("summary", "--tag-set"), ("view", "--tag-set"), ("bench", "--tag_set")])
 def test_tag_set_options_complete_the_models_tag_sets(command, option):
     assert _complete([command, SEEDS, option]) == [
         ",".join(m["tags"]) for m in describe_model(SEEDS)["meta_graphs"]]
