@@ -1,12 +1,13 @@
 //! Reading elements at computed positions: Gather, GatherV2 (axis, batch_dims), GatherNd,
-//! OneHot and InvertPermutation. TensorFlow's CPU kernels reject an index outside its
+//! ResourceGather (rows of a variable, as embedding lookups read them), OneHot and
+//! InvertPermutation. TensorFlow's CPU kernels reject an index outside its
 //! dimension (negative ones included) instead of wrapping or clamping; so do these, naming the
 //! first bad index. Gathers copy whole rows of the dimensions after the axis (an embedding
 //! lookup on axis 0 is one row copy per index).
 
 use super::copy::{checked_count, take_rows, zeros};
 use super::{any_ints, axis_index, Made};
-use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
+use crate::engine::kernel::{boxed, fail, one, resource_input, tensor_input, KResult, NodeSpec};
 use crate::engine::Registry;
 use crate::kernels::util::make;
 use crate::tensor::Tensor;
@@ -15,6 +16,7 @@ pub fn register(r: &mut Registry) {
     r.add("GatherV2", |n| gather_op(n, true));
     r.add("Gather", |n| gather_op(n, false));
     r.add("GatherNd", gather_nd);
+    r.add_stateful("ResourceGather", resource_gather);
     r.add("OneHot", one_hot);
     r.add("InvertPermutation", invert_permutation);
 }
@@ -64,6 +66,29 @@ fn gather_op(node: &NodeSpec, v2: bool) -> Made {
         let axis = axis_index(axis, params.rank())?;
         let batch = batch_count(batch_dims, axis, params.shape(), indices.shape())?;
         one(gather(&params, &indices, axis, batch)?)
+    }))
+}
+
+/// Rows (axis 0) of a resource variable's value. batch_dims other than 0 is rejected, as the
+/// numpy engine does.
+fn resource_gather(node: &NodeSpec) -> Made {
+    let batch_dims = node.attrs.int_or("batch_dims", 0)?;
+    if batch_dims != 0 {
+        return Err("ResourceGather with batch_dims > 0 is not supported".into());
+    }
+    Ok(boxed(|_, inputs| {
+        let handle = resource_input(inputs, 0)?;
+        let variable = handle
+            .as_variable()
+            .ok_or_else(|| fail(format!("resource {} is not a variable", handle.name())))?;
+        let params = variable
+            .read()?
+            .ok_or_else(|| fail(format!("variable {} is not initialized", handle.name())))?;
+        let indices = tensor_input(inputs, 1)?;
+        if params.rank() < 1 {
+            return Err(fail("params must be at least 1 dimensional"));
+        }
+        one(gather(&params, &indices, 0, 0)?)
     }))
 }
 

@@ -14,18 +14,26 @@ mod convert;
 mod farmhash;
 mod file;
 mod format;
+mod join;
+mod keyed_hash;
+mod ngrams;
 mod printf;
 mod re2;
 mod regex_ops;
 mod split;
 mod tables;
 mod text;
+mod unicode;
+mod unicode_scripts;
 
 pub use farmhash::fingerprint64;
 
 pub fn register(r: &mut Registry) {
     text::register(r);
     split::register(r);
+    ngrams::register(r);
+    join::register(r);
+    unicode::register(r);
     regex_ops::register(r);
     convert::register(r);
     format::register(r);

@@ -1,5 +1,6 @@
 //! Elementwise string ops: StringJoin, StringLength, Substr, StringLower/StringUpper,
-//! StringToHashBucketFast, and the checkpoint file names savers build (ShardedFilename,
+//! StringStrip, the hash buckets (StringToHashBucketFast, StringToHashBucket,
+//! StringToHashBucketStrong), and the checkpoint file names savers build (ShardedFilename,
 //! ShardedFilespec).
 
 use super::{scalar_bytes, scalar_int, strings, strings_tensor, Made};
@@ -15,7 +16,12 @@ pub fn register(r: &mut Registry) {
     r.add("Substr", substr);
     r.add("StringLower", |n| change_case(n, Case::Lower));
     r.add("StringUpper", |n| change_case(n, Case::Upper));
-    r.add("StringToHashBucketFast", hash_bucket);
+    r.add("StringStrip", string_strip);
+    r.add("StringToHashBucketFast", |n| {
+        hash_bucket(n, Hash::Fingerprint)
+    });
+    r.add("StringToHashBucket", |n| hash_bucket(n, Hash::Murmur));
+    r.add("StringToHashBucketStrong", strong_hash_bucket);
 }
 
 /// Joins the inputs elementwise: scalars broadcast, the other inputs must share one shape (no
@@ -237,8 +243,48 @@ fn unicode_case(s: &[u8], case: Case) -> Vec<u8> {
     out
 }
 
-/// Each string's FarmHash Fingerprint64 modulo the number of buckets.
-fn hash_bucket(node: &NodeSpec) -> Made {
+/// ASCII whitespace (space, \t, \n, \v, \f, \r) off both ends of each string.
+fn string_strip(_: &NodeSpec) -> Made {
+    Ok(boxed(|_, inputs| {
+        let t = tensor_input(inputs, 0)?;
+        let stripped = strings(&t, "input")?
+            .iter()
+            .map(|s| strip(s).to_vec())
+            .collect();
+        one(strings_tensor(t.shape().to_vec(), stripped)?)
+    }))
+}
+
+fn strip(s: &[u8]) -> &[u8] {
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    let start = s.iter().position(|b| !space(b)).unwrap_or(s.len());
+    let stop = s.iter().rposition(|b| !space(b)).map_or(start, |i| i + 1);
+    s.get(start..stop).unwrap_or_default()
+}
+
+/// Which hash a bucketing op takes of each string.
+#[derive(Clone, Copy)]
+enum Hash {
+    /// FarmHash Fingerprint64 (StringToHashBucketFast).
+    Fingerprint,
+    /// tensorflow::Hash64 (the deprecated StringToHashBucket).
+    Murmur,
+    /// SipHash-2-4 under a 128-bit key (StringToHashBucketStrong).
+    Sip([u64; 2]),
+}
+
+impl Hash {
+    fn of(self, s: &[u8]) -> u64 {
+        match self {
+            Hash::Fingerprint => super::fingerprint64(s),
+            Hash::Murmur => super::keyed_hash::hash64(s),
+            Hash::Sip(key) => super::keyed_hash::siphash24(key, s),
+        }
+    }
+}
+
+/// Each string's hash modulo the number of buckets.
+fn hash_bucket(node: &NodeSpec, hash: Hash) -> Made {
     let buckets = node.attrs.int("num_buckets")?;
     let buckets = u64::try_from(buckets)
         .ok()
@@ -248,10 +294,18 @@ fn hash_bucket(node: &NodeSpec) -> Made {
         let t = tensor_input(inputs, 0)?;
         let hashed = strings(&t, "input")?
             .iter()
-            .map(|s| (super::fingerprint64(s) % buckets) as i64)
+            .map(|s| (hash.of(s) % buckets) as i64)
             .collect();
         one(Tensor::from_vec(t.shape().to_vec(), hashed))
     }))
+}
+
+/// The `key` attr's two int64s are read as the two unsigned words of the SipHash key.
+fn strong_hash_bucket(node: &NodeSpec) -> Made {
+    match node.attrs.ints("key")?.as_slice() {
+        &[k0, k1] => hash_bucket(node, Hash::Sip([k0 as u64, k1 as u64])),
+        other => Err(format!("Key must have 2 elements, got {}", other.len())),
+    }
 }
 
 #[cfg(test)]
@@ -275,6 +329,13 @@ mod tests {
         assert_eq!(cut(b"hello", 1, i64::MAX, Unit::Byte, 0).unwrap(), b"ello");
         assert_eq!(cut(b"hello", 1, -1, Unit::Byte, 0).unwrap(), b"ello");
         assert_eq!(cut(s, 1, -1, Unit::Utf8Char, 0).unwrap(), b"");
+    }
+
+    #[test]
+    fn strips_ascii_whitespace() {
+        assert_eq!(strip(b" \t a b\x0b\r\n"), b"a b");
+        assert_eq!(strip(b" \n "), b"");
+        assert_eq!(strip(b"\xc2\xa0x"), b"\xc2\xa0x");
     }
 
     #[test]
