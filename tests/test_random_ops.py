@@ -17,13 +17,15 @@ from google.protobuf import text_format
 
 from conftest import DATA
 from savedmodel.protos import node_def_pb2
-from savedmodel.runtime import load, registry
+from savedmodel.runtime import load, native, registry
 from savedmodel.runtime.attrs import decode_attrs
 from savedmodel.runtime.dtypes import from_name
 from savedmodel.runtime.executor import Context
 from savedmodel.runtime.resources import ResourceManager
 
 MODELS = DATA / "models"
+ENGINES = ["numpy", pytest.param("native", marks=pytest.mark.skipif(
+    not native.available(), reason="the native engine is not built in this installation"))]
 
 
 def _calls(name: str) -> dict[str, list[tuple[dict, dict]]]:
@@ -50,9 +52,11 @@ def _assert_equal(got: dict, want: dict, where: str) -> None:
             np.testing.assert_array_equal(actual, expected, err_msg=f"{where}: {key}")
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", ["random_stateful", "random_generator"])
-def test_calls_in_a_row_give_tensorflows_numbers(name):
-    model = load(MODELS / name, engine="numpy")
+def test_calls_in_a_row_give_tensorflows_numbers(name, engine):
+    model = load(MODELS / name, engine=engine)
+    assert model.engine == engine
     for signature, calls in _calls(name).items():
         for index, (feeds, expected) in enumerate(calls):
             outputs = model.signatures[signature](**feeds)
@@ -64,9 +68,10 @@ def test_stateful_outputs_change_between_calls():
     assert not np.array_equal(calls[0][1]["normal"], calls[1][1]["normal"])
 
 
-def test_each_loaded_model_starts_its_generators_afresh():
-    first = load(MODELS / "random_stateful", engine="numpy").signatures["half"]()
-    again = load(MODELS / "random_stateful", engine="numpy").signatures["half"]()
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_loaded_model_starts_its_generators_afresh(engine):
+    first = load(MODELS / "random_stateful", engine=engine).signatures["half"]()
+    again = load(MODELS / "random_stateful", engine=engine).signatures["half"]()
     np.testing.assert_array_equal(first["values"], again["values"])
 
 

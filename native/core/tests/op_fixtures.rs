@@ -119,7 +119,7 @@ fn f16_to_f64(bits: u16) -> f64 {
 
 /// Whether `ours` matches `expected`. Float tolerances grow with the largest magnitude of
 /// the expected output, since sums and products of many terms round at that scale.
-fn compare(ours: &Tensor, expected: &Tensor, case: &Json) -> Result<(), String> {
+fn compare(ours: &Tensor, expected: &Tensor, case: &Json, exact: bool) -> Result<(), String> {
     if ours.dtype() != expected.dtype() {
         return Err(format!(
             "dtype {}, expected {}",
@@ -133,6 +133,12 @@ fn compare(ours: &Tensor, expected: &Tensor, case: &Json) -> Result<(), String> 
             ours.shape(),
             expected.shape()
         ));
+    }
+    if exact {
+        return match ours.storage().to_le_bytes() == expected.storage().to_le_bytes() {
+            true => Ok(()),
+            false => Err("values differ in their bits".into()),
+        };
     }
     let (Some(a), Some(b)) = (floats(ours), floats(expected)) else {
         return if ours.storage() == expected.storage() {
@@ -162,8 +168,9 @@ fn compare(ours: &Tensor, expected: &Tensor, case: &Json) -> Result<(), String> 
     Ok(())
 }
 
-/// Replays `group`'s cases whose op has a native kernel; returns how many ran.
-fn replay(group: &str) -> usize {
+/// Replays `group`'s cases whose op has a native kernel, floats within tolerance or (`exact`)
+/// bit for bit; returns how many ran.
+fn replay_with(group: &str, exact: bool) -> usize {
     let ops = common::data_dir().join("ops");
     let cases: Vec<Json> =
         serde_json::from_str(&std::fs::read_to_string(ops.join(format!("{group}.json"))).unwrap())
@@ -213,7 +220,7 @@ fn replay(group: &str) -> usize {
                         failures.push(format!("{} output {k}: not a tensor", node.name));
                         continue;
                     };
-                    if let Err(why) = compare(ours, &stored(spec, &arrays), case) {
+                    if let Err(why) = compare(ours, &stored(spec, &arrays), case, exact) {
                         failures.push(format!("{} output {k}: {why}", node.name));
                     }
                 }
@@ -227,6 +234,17 @@ fn replay(group: &str) -> usize {
         failures.join("\n")
     );
     ran
+}
+
+fn replay(group: &str) -> usize {
+    replay_with(group, false)
+}
+
+/// Random numbers are TensorFlow's bit for bit, normals too: Box-Muller's logf/sinf/cosf are
+/// the C library's (glibc), as TensorFlow's are.
+#[test]
+fn random_bit_for_bit() {
+    assert!(replay_with("random", true) > 300);
 }
 
 macro_rules! groups {

@@ -10,6 +10,7 @@ pub mod control;
 pub mod fused;
 pub mod math;
 pub mod nn;
+pub mod random;
 pub mod state;
 pub mod strings;
 pub mod util;
@@ -24,6 +25,7 @@ pub fn registry() -> Arc<Registry> {
             state::register(&mut r);
             math::register(&mut r);
             nn::register(&mut r);
+            random::register(&mut r);
             array::register(&mut r);
             strings::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
