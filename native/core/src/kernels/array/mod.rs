@@ -16,9 +16,13 @@ mod layout;
 mod list;
 mod matrix;
 mod ragged;
+mod reorder;
 mod scatter;
+mod search;
+mod segment;
 mod shape;
 mod slice;
+mod space;
 mod unique;
 
 pub fn register(r: &mut Registry) {
@@ -30,6 +34,10 @@ pub fn register(r: &mut Registry) {
     matrix::register(r);
     gather::register(r);
     scatter::register(r);
+    space::register(r);
+    segment::register(r);
+    reorder::register(r);
+    search::register(r);
     unique::register(r);
     ragged::register(r);
     list::register(r);

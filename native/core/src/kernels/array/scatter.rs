@@ -1,5 +1,7 @@
 //! Writing rows at computed positions: ScatterNd (into zeros, duplicates accumulating),
-//! TensorScatterAdd and TensorScatterUpdate (into a copy of a tensor). "Adding" follows the
+//! TensorScatterAdd/Sub/Max/Min and TensorScatterUpdate (into a copy of a tensor). Max and
+//! min replace an element when `update > element` (`<`), so a NaN on either side never
+//! replaces. "Adding" follows the
 //! numpy engine's `np.add.at`: numbers add (integers wrapping), booleans OR, strings
 //! concatenate; float16 and bfloat16 add in f32 and round back.
 
@@ -16,6 +18,9 @@ pub fn register(r: &mut Registry) {
     r.add("ScatterNd", |n| scatter_op(n, Base::Zeros));
     r.add("TensorScatterAdd", |n| scatter_op(n, Base::Add));
     r.add("TensorScatterUpdate", |n| scatter_op(n, Base::Update));
+    r.add("TensorScatterSub", |n| scatter_op(n, Base::Sub));
+    r.add("TensorScatterMax", |n| scatter_op(n, Base::Max));
+    r.add("TensorScatterMin", |n| scatter_op(n, Base::Min));
 }
 
 /// What a scatter writes into, and how.
@@ -27,11 +32,57 @@ enum Base {
     Add,
     /// TensorScatterUpdate: the tensor input, updates replacing.
     Update,
+    /// TensorScatterSub: the tensor input, updates subtracted.
+    Sub,
+    /// TensorScatterMax / Min: the tensor input, the larger (smaller) value kept.
+    Max,
+    Min,
+}
+
+impl Base {
+    fn mode(self) -> Mode {
+        match self {
+            Base::Zeros | Base::Add => Mode::Add,
+            Base::Update => Mode::Set,
+            Base::Sub => Mode::Sub,
+            Base::Max => Mode::Max,
+            Base::Min => Mode::Min,
+        }
+    }
+}
+
+/// How an update row meets the row it lands on.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Set,
+    Add,
+    Sub,
+    Max,
+    Min,
 }
 
 /// In-place accumulation of one element into another.
 trait Accumulate: Clone {
     fn accumulate(&mut self, other: &Self);
+    /// Subtracts `other`; false when the type has no subtraction.
+    fn subtract(&mut self, _other: &Self) -> bool {
+        false
+    }
+    /// Takes `other` when it is greater (`max`) or smaller; false when the type is unordered.
+    fn extremum(&mut self, _other: &Self, _max: bool) -> bool {
+        false
+    }
+}
+
+macro_rules! ordered {
+    () => {
+        fn extremum(&mut self, other: &Self, max: bool) -> bool {
+            if (max && *other > *self) || (!max && *other < *self) {
+                *self = *other;
+            }
+            true
+        }
+    };
 }
 
 macro_rules! wrapping {
@@ -40,6 +91,11 @@ macro_rules! wrapping {
             fn accumulate(&mut self, other: &Self) {
                 *self = self.wrapping_add(*other);
             }
+            fn subtract(&mut self, other: &Self) -> bool {
+                *self = self.wrapping_sub(*other);
+                true
+            }
+            ordered!();
         }
     )*};
 }
@@ -51,11 +107,21 @@ macro_rules! float_add {
             fn accumulate(&mut self, other: &Self) {
                 *self += *other;
             }
+            fn subtract(&mut self, other: &Self) -> bool {
+                *self -= *other;
+                true
+            }
+            ordered!();
         }
         impl Accumulate for [$t; 2] {
             fn accumulate(&mut self, other: &Self) {
                 self[0] += other[0];
                 self[1] += other[1];
+            }
+            fn subtract(&mut self, other: &Self) -> bool {
+                self[0] -= other[0];
+                self[1] -= other[1];
+                true
             }
         }
     )*};
@@ -99,13 +165,7 @@ fn scatter_op(node: &NodeSpec, base: Base) -> Made {
                 tensor_input(inputs, 2)?,
             )
         };
-        one(scatter(
-            target,
-            &indices,
-            &updates,
-            base != Base::Update,
-            ignore,
-        )?)
+        one(scatter(target, &indices, &updates, base.mode(), ignore)?)
     }))
 }
 
@@ -114,7 +174,7 @@ fn scatter(
     target: Tensor,
     indices: &Tensor,
     updates: &Tensor,
-    add: bool,
+    mode: Mode,
     ignore: bool,
 ) -> KResult<Tensor> {
     let shape = target.shape().to_vec();
@@ -170,12 +230,12 @@ fn scatter(
                 .map(|v| Tensor::from_vec(t.shape().to_vec(), v))
                 .ok_or_else(|| fail(format!("updates must be {dtype}")))
         };
-        let out = write(wide(&target)?, &wide(updates)?, &moves, inner, add)?;
+        let out = write(wide(&target)?, &wide(updates)?, &moves, inner, mode)?;
         let narrow = f32_to_half(dtype, out.values::<f32>().unwrap_or_default())
             .ok_or_else(|| fail("internal: half"))?;
         return make(shape, narrow);
     }
-    write(target, updates, &moves, inner, add)
+    write(target, updates, &moves, inner, mode)
 }
 
 fn write(
@@ -183,7 +243,7 @@ fn write(
     updates: &Tensor,
     moves: &[(usize, usize)],
     inner: usize,
-    add: bool,
+    mode: Mode,
 ) -> KResult<Tensor> {
     let shape = target.shape().to_vec();
     let mismatch = fail(format!(
@@ -193,7 +253,7 @@ fn write(
     ));
     let mut storage: Storage = target.into_storage();
     let out = map_storage2!(&mut storage, updates.storage(), o, u =>
-        apply(std::mem::take(o), u, moves, inner, add), mismatch);
+        apply(std::mem::take(o), u, moves, inner, mode)?, mismatch);
     make(shape, out)
 }
 
@@ -203,8 +263,8 @@ fn apply<T: Accumulate>(
     u: &[T],
     moves: &[(usize, usize)],
     inner: usize,
-    add: bool,
-) -> Vec<T> {
+    mode: Mode,
+) -> KResult<Vec<T>> {
     for &(i, r) in moves {
         let (Some(src), Some(dst)) = (
             u.get(i * inner..(i + 1) * inner),
@@ -212,13 +272,27 @@ fn apply<T: Accumulate>(
         ) else {
             continue;
         };
-        if add {
-            dst.iter_mut().zip(src).for_each(|(d, s)| d.accumulate(s));
-        } else {
-            dst.clone_from_slice(src);
+        let unsupported = || fail("this scatter is not defined for the tensor's dtype");
+        match mode {
+            Mode::Set => dst.clone_from_slice(src),
+            Mode::Add => dst.iter_mut().zip(src).for_each(|(d, s)| d.accumulate(s)),
+            Mode::Sub => {
+                for (d, s) in dst.iter_mut().zip(src) {
+                    if !d.subtract(s) {
+                        return Err(unsupported());
+                    }
+                }
+            }
+            Mode::Max | Mode::Min => {
+                for (d, s) in dst.iter_mut().zip(src) {
+                    if !d.extremum(s, mode == Mode::Max) {
+                        return Err(unsupported());
+                    }
+                }
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -230,14 +304,18 @@ mod tests {
         let target = Tensor::from_vec(vec![3], vec![0i64; 3]);
         let idx = Tensor::from_vec(vec![3, 1], vec![1i32, 1, 2]);
         let upd = Tensor::from_vec(vec![3], vec![5i64, 6, 7]);
-        let out = scatter(target.clone(), &idx, &upd, true, false).unwrap();
+        let out = scatter(target.clone(), &idx, &upd, Mode::Add, false).unwrap();
         assert_eq!(out.values::<i64>().unwrap(), &[0, 11, 7]);
-        let out = scatter(target.clone(), &idx, &upd, false, false).unwrap();
+        let out = scatter(target.clone(), &idx, &upd, Mode::Max, false).unwrap();
+        assert_eq!(out.values::<i64>().unwrap(), &[0, 6, 7]);
+        let out = scatter(target.clone(), &idx, &upd, Mode::Sub, false).unwrap();
+        assert_eq!(out.values::<i64>().unwrap(), &[0, -11, -7]);
+        let out = scatter(target.clone(), &idx, &upd, Mode::Set, false).unwrap();
         assert_eq!(out.values::<i64>().unwrap(), &[0, 6, 7]);
         let bad = Tensor::from_vec(vec![1, 1], vec![3i32]);
         let one = Tensor::from_vec(vec![1], vec![1i64]);
-        assert!(scatter(target.clone(), &bad, &one, true, false).is_err());
-        let out = scatter(target, &bad, &one, true, true).unwrap();
+        assert!(scatter(target.clone(), &bad, &one, Mode::Add, false).is_err());
+        let out = scatter(target, &bad, &one, Mode::Add, true).unwrap();
         assert_eq!(out.values::<i64>().unwrap(), &[0, 0, 0]);
     }
 }

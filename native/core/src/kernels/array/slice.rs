@@ -342,7 +342,7 @@ fn pad(with_value: bool) -> Made {
 /// `src` of `shape` placed at offset `before` of each axis in an output filled with `fill`.
 /// The output is written once, front to back: the unpadded trailing axes form contiguous
 /// rows copied whole (a memcpy for plain types), and the borders are filled in runs.
-fn pad_constant<T: Clone>(
+pub(super) fn pad_constant<T: Clone>(
     src: &[T],
     shape: &[usize],
     out_shape: &[usize],

@@ -1,6 +1,7 @@
 //! Ops along one axis given as a scalar tensor: ArgMax and ArgMin (first index of the extreme,
 //! NaN skipped), and the scans Cumsum and Cumprod (sequential, in the input's own type; half
-//! types rounded at every step, as TensorFlow accumulates them).
+//! types rounded at every step, as TensorFlow accumulates them) and CumulativeLogsumexp
+//! (log(cumsum(exp(x))) without overflow, half types accumulated in f32).
 
 use num_complex::Complex;
 
@@ -17,6 +18,7 @@ pub fn register(r: &mut Registry) {
     r.add("ArgMin", |s| arg_factory(s, false));
     r.add("Cumsum", |s| scan_factory(s, false));
     r.add("Cumprod", |s| scan_factory(s, true));
+    r.add("CumulativeLogsumexp", logsumexp_factory);
 }
 
 /// A non-negative axis from a 0-d tensor (unlike reductions, a 1-element vector is an error).
@@ -151,6 +153,46 @@ fn scan_factory(spec: &NodeSpec, product: bool) -> Result<Box<dyn crate::engine:
         let storage = scan_dispatch(&x, &how, product)?;
         one(make(x.shape().to_vec(), storage)?)
     }))
+}
+
+fn logsumexp_factory(spec: &NodeSpec) -> Result<Box<dyn crate::engine::Kernel>, String> {
+    let exclusive = spec.attrs.bool_or("exclusive", false)?;
+    let reverse = spec.attrs.bool_or("reverse", false)?;
+    Ok(boxed(move |_ctx, inputs| {
+        let x = tensor_input(inputs, 0)?;
+        let axis = scalar_axis(tensor_input(inputs, 1)?.as_ref(), x.rank(), "scan axis")?;
+        let (n, inner) = around(x.shape(), axis);
+        let how = Scan {
+            n,
+            inner,
+            exclusive,
+            reverse,
+        };
+        let storage = match x.storage() {
+            Storage::Float32(v) => Storage::Float32(scan(v, &how, f32::NEG_INFINITY, log_add_exp)),
+            Storage::Float64(v) => Storage::Float64(scan(v, &how, f64::NEG_INFINITY, log_add_exp)),
+            Storage::Float16(_) | Storage::BFloat16(_) => {
+                let wide = half_to_f32(&x).ok_or_else(|| fail("internal: half"))?;
+                let out = scan(&wide, &how, f32::NEG_INFINITY, log_add_exp);
+                crate::kernels::util::f32_to_half(x.dtype(), &out)
+                    .ok_or_else(|| fail("internal: half"))?
+            }
+            _ => return Err(fail(format!("x must be a float tensor, got {}", x.dtype()))),
+        };
+        one(make(x.shape().to_vec(), storage)?)
+    }))
+}
+
+/// log(exp(a) + exp(b)), exact for infinities (as numpy's logaddexp).
+fn log_add_exp<T: num_traits::Float>(a: T, b: T) -> T {
+    if a == b && a.is_infinite() {
+        return a;
+    }
+    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+    if hi.is_nan() || lo.is_nan() {
+        return T::nan();
+    }
+    hi + (lo - hi).exp().ln_1p()
 }
 
 struct Scan {
