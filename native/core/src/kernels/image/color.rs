@@ -9,10 +9,15 @@ use crate::engine::value::Value;
 use crate::kernels::util::{f32_to_half, half_to_f32, make};
 use crate::tensor::{Storage, Tensor};
 
+/// Whether `x` is unordered with itself (NaN).
+fn is_nan<T: PartialOrd>(x: T) -> bool {
+    x.partial_cmp(&x).is_none()
+}
+
 /// The largest of three values, NaN if any is NaN (numpy's max, which the reference uses).
 fn max3<T: PartialOrd + Copy>(a: T, b: T, c: T) -> T {
-    let m = if b > a || b != b { b } else { a };
-    if c > m || c != c {
+    let m = if b > a || is_nan(b) { b } else { a };
+    if c > m || is_nan(c) {
         c
     } else {
         m
@@ -20,8 +25,8 @@ fn max3<T: PartialOrd + Copy>(a: T, b: T, c: T) -> T {
 }
 
 fn min3<T: PartialOrd + Copy>(a: T, b: T, c: T) -> T {
-    let m = if b < a || b != b { b } else { a };
-    if c < m || c != c {
+    let m = if b < a || is_nan(b) { b } else { a };
+    if c < m || is_nan(c) {
         c
     } else {
         m
@@ -60,7 +65,7 @@ macro_rules! hsv_fns {
             } else {
                 norm * (r - g) + 4.0 / 6.0
             };
-            if !(spread > 0.0) {
+            if spread.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                 hue = 0.0;
             }
             if hue < 0.0 {

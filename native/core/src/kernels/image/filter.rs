@@ -126,7 +126,7 @@ pub struct Taps {
 
 impl Taps {
     /// The number of output indices.
-    pub fn len(&self) -> usize {
+    pub fn outputs(&self) -> usize {
         self.index.len().checked_div(self.count).unwrap_or(0)
     }
 
@@ -160,7 +160,7 @@ fn accumulate<'a>(dst: &mut [f32], taps: impl Iterator<Item = (&'a [f32], f32)>)
 
 /// Filters the rows: `out[b, o, x, c] = sum_k w[o, k] * x[b, index[o, k], x, c]`.
 pub fn filter_rows(x: &[f32], g: Geometry, taps: &Taps) -> KResult<Vec<f32>> {
-    let out_g = g.resized(taps.len(), g.width);
+    let out_g = g.resized(taps.outputs(), g.width);
     let mut out = vec![0f32; out_g.count()?];
     let row = g.width * g.channels;
     if row == 0 || out.is_empty() {
@@ -185,7 +185,7 @@ pub fn filter_rows(x: &[f32], g: Geometry, taps: &Taps) -> KResult<Vec<f32>> {
 
 /// Filters the columns: `out[b, y, o, c] = sum_k w[o, k] * x[b, y, index[o, k], c]`.
 pub fn filter_cols(x: &[f32], g: Geometry, taps: &Taps) -> KResult<Vec<f32>> {
-    let out_g = g.resized(g.height, taps.len());
+    let out_g = g.resized(g.height, taps.outputs());
     let mut out = vec![0f32; out_g.count()?];
     let (c, in_row, out_row) = (g.channels, g.width * g.channels, out_g.width * g.channels);
     if out_row == 0 || out.is_empty() {

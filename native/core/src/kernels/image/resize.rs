@@ -270,9 +270,9 @@ fn bicubic_axis(out_size: usize, in_size: usize, mode: Mode) -> Taps {
         let raw: [i64; 4] = std::array::from_fn(|k| start + k as i64 - 1);
         let index = raw.map(|r| r.clamp(0, last.max(0)));
         if mode.half_pixel {
-            for k in 0..4 {
-                if index[k] != raw[k] {
-                    weights[k] = 0.0;
+            for ((w, i), r) in weights.iter_mut().zip(index).zip(raw) {
+                if i != r {
+                    *w = 0.0;
                 }
             }
             let total = ((weights[0] + weights[1]) + weights[2]) + weights[3];

@@ -56,7 +56,7 @@ impl Filter {
                 } else if x <= 1e-3 {
                     1.0
                 } else {
-                    let pi = 3.141_592_653_59_f32;
+                    let pi = std::f32::consts::PI;
                     r * (pi * x).sin() * (pi * x / r).sin() / (pi * pi * x * x)
                 }
             }
@@ -132,7 +132,8 @@ fn run(filter: Filter, antialias: bool, inputs: &[Value]) -> KResult {
     let (height, width) = output_size(&*tensor_input(inputs, 1)?, "output_shape_t")?;
     let g = Geometry::of(&images)?;
     let (row_scale, col_scale) = pair(&*tensor_input(inputs, 2)?, "scale")?;
-    if !(row_scale > 0.0 && col_scale > 0.0) {
+    let positive = row_scale > 0.0 && col_scale > 0.0;
+    if !positive {
         return Err(fail("Scale must be greater than zero."));
     }
     let (row_shift, col_shift) = pair(&*tensor_input(inputs, 3)?, "translation")?;

@@ -88,7 +88,16 @@ macro_rules! pixel {
         }
     )*};
 }
-pixel!(f32, f64, i32, i64, u8, i8, i16, u16);
+pixel!(f64, i32, i64, u8, i8, i16, u16);
+
+impl Pixel for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+}
 
 impl Pixel for half::f16 {
     fn to_f32(self) -> f32 {
