@@ -8,6 +8,7 @@ use crate::engine::Registry;
 pub mod array;
 pub mod control;
 pub mod fused;
+pub mod image;
 pub mod math;
 pub mod nn;
 pub mod random;
@@ -28,6 +29,7 @@ pub fn registry() -> Arc<Registry> {
             random::register(&mut r);
             array::register(&mut r);
             strings::register(&mut r);
+            image::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             Arc::new(r)
