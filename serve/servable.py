@@ -201,7 +201,8 @@ def _per_example(array: np.ndarray, count: int, name: str) -> np.ndarray:
 
 
 def read_signature_defs(export_dir: Path) -> dict[str, meta_graph_pb2.SignatureDef]:
-    """The serve tag-set's SignatureDefs, without the init-op pseudo-signature."""
+    """The serve tag-set's SignatureDefs, the init-op pseudo-signature included: TensorFlow
+    Serving's metadata lists every entry of the MetaGraphDef's map."""
     from savedmodel.runtime.saved_model_file import find_meta_graph, read_saved_model
     meta_graph = find_meta_graph(read_saved_model(export_dir), {"serve"}, str(export_dir))
-    return {key: value for key, value in meta_graph.signature_def.items() if key != "__saved_model_init_op"}
+    return dict(meta_graph.signature_def.items())

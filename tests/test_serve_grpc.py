@@ -202,7 +202,7 @@ def test_metadata_packs_the_signature_defs_as_tensorflow_serving_does(client):
     assert packed.type_url == "type.googleapis.com/tensorflow.serving.SignatureDefMap"
     signature_map = get_model_metadata_pb2.SignatureDefMap.FromString(packed.value)
     written = find_meta_graph(read_saved_model(HALF_PLUS_THREE / "00000123"), {"serve"}, "").signature_def
-    assert dict(signature_map.signature_def) == {k: v for k, v in written.items() if k != "__saved_model_init_op"}
+    assert dict(signature_map.signature_def) == dict(written)
     assert "tensorflow/serving/classify" in signature_map.signature_def
 
 
@@ -565,8 +565,7 @@ def test_tensorflow_serving_client_metadata_and_status(tf, stubs):
     signature_map = tf_metadata_pb2.SignatureDefMap()
     assert response.metadata["signature_def"].Unpack(signature_map)
     written = tf_saved_model_pb2.SavedModel.FromString((KERAS_CNN / "saved_model.pb").read_bytes())
-    assert dict(signature_map.signature_def) == {k: v for k, v in written.meta_graphs[0].signature_def.items()
-                                                 if k != "__saved_model_init_op"}
+    assert dict(signature_map.signature_def) == dict(written.meta_graphs[0].signature_def)
     status_request = tf_status_pb2.GetModelStatusRequest()
     status_request.model_spec.name = "half_plus_three"
     (status,) = stubs[1].GetModelStatus(status_request, 60).model_version_status

@@ -18,6 +18,7 @@ import httpx  # noqa: E402
 from conftest import REFERENCE  # noqa: E402
 from serve_helpers import HALF_PLUS_THREE, HALF_PLUS_THREE_IO, KERAS_MLP, model_base, running  # noqa: E402
 
+from savedmodel.runtime.saved_model_file import find_meta_graph, read_saved_model  # noqa: E402
 from savedmodel.serve.manager import ModelConfig  # noqa: E402
 from savedmodel.serve.server import ServerOptions  # noqa: E402
 
@@ -133,6 +134,20 @@ def test_metadata(server):
                             "tensorflow/serving/regress", "two_outputs"]
     assert defs["serving_default"]["inputs"]["x"]["dtype"] == "DT_FLOAT"
     assert defs["tensorflow/serving/regress"]["method_name"] == "tensorflow/serving/regress"
+
+
+def test_metadata_lists_the_init_op_pseudo_signature_as_tensorflow_serving_does(server):
+    """TensorFlow 2 SavedModels carry `__saved_model_init_op`; TensorFlow Serving's metadata shows
+    it as it is written, default-valued fields included (`defaults` is the map TensorFlow 2.9
+    added to SignatureDef)."""
+    defs = server.get("/v1/models/mlp/metadata").json()["metadata"]["signature_def"]["signature_def"]
+    written = find_meta_graph(read_saved_model(KERAS_MLP), {"serve"}, "").signature_def
+    assert sorted(defs) == sorted(written)
+    init_op = written["__saved_model_init_op"].outputs["__saved_model_init_op"]
+    assert defs["__saved_model_init_op"] == {
+        "inputs": {}, "method_name": "", "defaults": {},
+        "outputs": {"__saved_model_init_op": {"dtype": "DT_INVALID", "name": init_op.name,
+                                              "tensor_shape": {"dim": [], "unknown_rank": True}}}}
 
 
 def test_metrics_count_requests_per_model_and_signature(server):
