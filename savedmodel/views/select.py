@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 
 from savedmodel.protos import graph_pb2, meta_graph_pb2, saved_model_pb2
 from savedmodel.runtime.saved_model_file import find_meta_graph, format_tags, needed_nodes, tag_set
+from savedmodel.runtime.loader import INIT_OP_SIGNATURE
 from savedmodel.runtime.tensor_proto import shape_from_proto
 from savedmodel.views.body import Body, Library, Port, ViewError, graph_inputs, graph_ref
 from savedmodel.views.values import dtype_name
@@ -60,8 +61,10 @@ def select(meta_graph: meta_graph_pb2.MetaGraphDef, *, signature: str | None = N
         return select_graph_def(graph_def, graph_name, library)
     known = meta_graph.signature_def
     if signature not in known:
+        # The init-op pseudo-signature stays selectable but is not offered: it is not a model entry point.
+        offered = sorted(key for key in known if key != INIT_OP_SIGNATURE)
         raise ViewError(f"{prefix}no signature {signature!r} in tag-set "
-                        f"'{format_tags(tag_set(meta_graph))}' (signatures: {', '.join(sorted(known)) or 'none'})")
+                        f"'{format_tags(tag_set(meta_graph))}' (signatures: {', '.join(offered) or 'none'})")
     return _signature_selection(graph_def, library, signature, known[signature])
 
 
