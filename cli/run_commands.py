@@ -158,8 +158,9 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
             timeout: float | None, limits: tuple[str, ...]) -> None:
     """Run signatures on our runtime (--engine) and on TensorFlow (when installed) or another
     engine of ours (--against) and report the largest absolute and relative differences; exit 1
-    when any output is beyond --atol/--rtol. --timeout bounds each signature's run on our
-    runtime (TensorFlow's runs are not bounded). --per-node compares every intermediate tensor."""
+    when any output is beyond --atol/--rtol, and 2 when TensorFlow is not installed (our outputs
+    are still listed, not compared). --timeout bounds each signature's run on our runtime
+    (TensorFlow's runs are not bounded). --per-node compares every intermediate tensor."""
     if other_model is not None and not per_node:
         raise click.UsageError("--other-model applies to --per-node comparisons only")
     given = _given_feeds(inputs, input_exprs)
@@ -179,7 +180,8 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
         return
     other = _other_side(against, export_dir, _tags(tags), allow_file_access, bounds, timeout)
     if other is None:
-        click.echo("TensorFlow is not installed: running on our runtime only", err=True)
+        click.echo("TensorFlow is not installed: running on our runtime only, nothing is compared "
+                   "(exit status 2)", err=True)
     report, failed = [], False
     with bar("signatures", len(names), "signatures") as shown:
         for name in names:
@@ -196,6 +198,8 @@ def compare(export_dir: Path, signatures: tuple[str, ...], tags: str, inputs: st
     _print_report(report, as_json, other is not None, against)
     if failed:
         raise SystemExit(1)
+    if other is None:
+        raise SystemExit(2)  # a comparison that compared nothing must not read as a pass
 
 
 def _feeds(signature, name: str, batch: int, seed: int, saved: dict, given: dict) -> dict:

@@ -182,11 +182,11 @@ def test_run_unknown_signature_lists_available():
     assert result.exit_code == 1 and "available: dense, next_collatz" in result.output
 
 
-def test_compare_without_tensorflow_runs_ours_only(monkeypatch):
+def test_compare_without_tensorflow_runs_ours_only_and_exits_2(monkeypatch):
     monkeypatch.setattr(compare_module, "import_tensorflow", lambda: None)
     monkeypatch.setattr("savedmodel.cli.run_commands.import_tensorflow", lambda: None)
     result = _run("compare", SEEDS, "--signature-def", "dense")
-    assert result.exit_code == 0
+    assert result.exit_code == 2
     assert "dense/y: float32 [2, 2] (not compared)" in result.output
     assert "TensorFlow is not installed" in result.output
 
