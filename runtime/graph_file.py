@@ -110,7 +110,7 @@ def graph_signature(graph: graph_pb2.GraphDef, where: str, inputs: Iterable[str]
     if outputs is None:
         read = {text.lstrip("^").split(":")[0] for node in graph.node for text in node.input}
         outputs = [node.name for node in graph.node if node.name not in read
-                   and node.op not in _NOT_OUTPUTS and _dtype(node) is not None]
+                   and node.op not in _NOT_OUTPUTS and first_output_dtype(node) is not None]
         if not outputs:
             raise FileFormatError(f"{where}: no node could be an output (every node is read by another, "
                                   "or has no declared dtype)")
@@ -129,7 +129,7 @@ def _info(nodes: dict, name: str, where: str, role: str) -> meta_graph_pb2.Tenso
     if node is None:
         raise FileFormatError(f"{where}: {role} {name!r} names no node of the graph")
     info = meta_graph_pb2.TensorInfo(name=f"{node_name}:{index or 0}")
-    dtype = _dtype(node) if not index or index == "0" else None
+    dtype = first_output_dtype(node) if not index or index == "0" else None
     if dtype is not None:
         info.dtype = dtype
     elif role == "input":
@@ -141,7 +141,7 @@ def _info(nodes: dict, name: str, where: str, role: str) -> meta_graph_pb2.Tenso
     return info
 
 
-def _dtype(node) -> int | None:
+def first_output_dtype(node) -> int | None:
     """The dtype of a node's first output as its attrs declare it."""
     if node.op in _BOOL_OUTPUT:
         return types_pb2.DT_BOOL

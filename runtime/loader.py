@@ -157,7 +157,7 @@ class Model:
         self._context = Context(self._library, ResourceManager(), file_access=UNRESTRICTED if allow_file_access
                                 else FileAccess.confined(export_dir, output_dir))
         self._assets = self._read_assets()
-        self._graph = _graph_spec(meta_graph, op_defs, self._library, self._context.resources, limits)
+        self._graph = graph_spec(meta_graph, op_defs, self._library, self._context.resources, limits)
         self._variables_by_node: dict[int, Variable] = {}
         self._resources_by_node: dict[int, object] = {}
         self._object_variables = self._restore_variables()
@@ -311,7 +311,7 @@ class Model:
             raise FileFormatError(f"{index_path(self._variables_prefix())}: no such file; the "
                                   "model's saver needs its variables")
         prefix = np.array(str(self._variables_prefix()).encode(), dtype=object)
-        self.run_graph({_parse_ref(saver.filename_tensor_name): prefix}, [],
+        self.run_graph({parse_ref(saver.filename_tensor_name): prefix}, [],
                        [saver.restore_op_name.split(":")[0]])
 
     def _run_init_op(self) -> None:
@@ -381,7 +381,7 @@ class Model:
         """The path of each asset's copy, for the placeholder its AssetFileDef names."""
         feeds = {}
         for asset, path in self._assets:
-            ref = _parse_ref(asset.tensor_info.name)
+            ref = parse_ref(asset.tensor_info.name)
             if ref[0] not in self._graph.nodes:
                 raise FileFormatError(f"{self.export_dir}: asset {asset.filename!r} names tensor "
                                       f"{asset.tensor_info.name!r}, which the graph does not have")
@@ -523,7 +523,7 @@ def _endpoint(signature: str, role: str, key: str, info: meta_graph_pb2.TensorIn
                                   f"of {structure.tensor_count(spec)}")
     else:
         raise FileFormatError(f"{where} is a {encoding} tensor, which the runtime does not support")
-    refs = [_parse_ref(name) for name in names]
+    refs = [parse_ref(name) for name in names]
     for ref in refs:
         check_ref(graph, ref, where)
     return key, spec, refs
@@ -727,18 +727,21 @@ def _path_tensor(path: Path) -> np.ndarray:
     return np.array(str(path).encode(), dtype=object)
 
 
-def _parse_ref(text: str) -> Ref:
+def parse_ref(text: str) -> Ref:
+    """`node:index` (or `node`, index 0) as the (node, index) pair plans use."""
     name, _, index = text.partition(":")
     if index and not index.isdigit():
         raise GraphError(f"malformed tensor name {text!r}")
     return name, int(index or 0)
 
 
-def _graph_spec(meta_graph, op_defs, library: FunctionLibrary, resources: ResourceManager,
-                limits: Limits) -> GraphSpec:
+def graph_spec(meta_graph, op_defs, library: FunctionLibrary, resources: ResourceManager | None,
+               limits: Limits) -> GraphSpec:
+    """The top-level graph of a MetaGraphDef as the numpy engine plans it (per-node comparisons
+    build theirs the same way, so both sides see the same nodes)."""
     nodes = {}
     for node in meta_graph.graph_def.node:
-        data = [_parse_ref(text) for text in node.input if not text.startswith("^")]
+        data = [parse_ref(text) for text in node.input if not text.startswith("^")]
         control = [text[1:] for text in node.input if text.startswith("^")]
         nodes[node.name] = GraphNode(node.name, node.op, node.attr, data, control)
     return GraphSpec("graph", nodes, op_defs, library, resources, limits)

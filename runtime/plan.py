@@ -265,7 +265,7 @@ def compile_plan(spec: GraphSpec, feeds: Iterable[Ref], fetches: Iterable[Ref],
         roots += [name for name, node in nodes.items() if is_stateful(spec.op_defs, node)]
     needed = _needed(spec.where, nodes, roots, fed)
     known = {name: value for name in needed if (value := _constant(spec, nodes[name])) is not None}
-    order = _ordered(spec.where, nodes, needed - set(known), fed)
+    order = ordered_nodes(spec.where, nodes, needed - set(known), fed)
     order, nodes, fetches = _without_pass_through(spec, nodes, order, fetches)
     outputs = {name: (value,) for name, value in known.items()}
     outputs.update(_folded(spec, nodes, order, outputs, {name for name, _ in fetches} | fed))
@@ -382,7 +382,7 @@ def _needed(where: str, nodes: dict[str, GraphNode], roots: list[str], fed: set[
     return needed
 
 
-def _ordered(where: str, nodes: dict[str, GraphNode], needed: set[str], fed: set[str]) -> list[str]:
+def ordered_nodes(where: str, nodes: dict[str, GraphNode], needed: set[str], fed: set[str]) -> list[str]:
     """Needed nodes in dependency order; ties keep the graph's own order."""
     position = {name: i for i, name in enumerate(nodes)}
     waiting: dict[str, int] = {}

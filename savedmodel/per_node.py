@@ -27,12 +27,12 @@ from pathlib import Path
 from savedmodel.op_defs import all_op_defs
 from savedmodel.protos import graph_pb2, meta_graph_pb2, node_def_pb2, saved_model_pb2, types_pb2
 from savedmodel.runtime.errors import SavedModelError
-from savedmodel.runtime.graph_file import _dtype as first_output_dtype
+from savedmodel.runtime.graph_file import first_output_dtype
 from savedmodel.runtime.graph_file import graph_meta_graph, is_graph_file, read_graph
 from savedmodel.runtime.inline import simplify
 from savedmodel.runtime.library import FunctionLibrary
-from savedmodel.runtime.loader import UnknownSignatureError, _graph_spec, _parse_ref
-from savedmodel.runtime.plan import FRAME_OPS, GraphNode, GraphSpec, Ref, _ordered
+from savedmodel.runtime.loader import UnknownSignatureError, graph_spec, parse_ref
+from savedmodel.runtime.plan import FRAME_OPS, GraphNode, GraphSpec, Ref, ordered_nodes
 from savedmodel.runtime.saved_model_file import find_meta_graph, read_saved_model
 
 PER_NODE_SIGNATURE = "__savedmodel_per_node__"
@@ -106,9 +106,9 @@ def _expose(meta_graph: meta_graph_pb2.MetaGraphDef, signature: str, where: str)
         raise UnknownSignatureError(f"no signature {signature!r}; available: {available}")
     op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
     library = FunctionLibrary(meta_graph.graph_def.library, op_defs)
-    spec = _graph_spec(meta_graph, op_defs, library, None, library.limits)
-    feeds = {_parse_ref(name)[0] for info in found.inputs.values() for name in _tensor_names(info)}
-    fetches = [_parse_ref(name) for info in found.outputs.values() for name in _tensor_names(info)]
+    spec = graph_spec(meta_graph, op_defs, library, None, library.limits)
+    feeds = {parse_ref(name)[0] for info in found.inputs.values() for name in _tensor_names(info)}
+    fetches = [parse_ref(name) for info in found.outputs.values() for name in _tensor_names(info)]
     nodes, fetches, _ = simplify(spec, feeds, fetches, [])
     needed = _needed(nodes, [name for name, _ in fetches], feeds)
     frames = sorted({nodes[n].op for n in needed} & FRAME_OPS)
@@ -116,7 +116,7 @@ def _expose(meta_graph: meta_graph_pb2.MetaGraphDef, signature: str, where: str)
         raise PerNodeError(f"{where}: signature {signature!r} uses TensorFlow 1 control flow "
                            f"({', '.join(frames)}), whose untaken branches have no values to "
                            "compare node by node")
-    order = _ordered(where, nodes, needed - feeds, feeds)  # as the numpy engine orders them
+    order = ordered_nodes(where, nodes, needed - feeds, feeds)  # as the numpy engine orders them
     writer = _Writer(spec, nodes, _prefix(meta_graph.graph_def))
     tensors = writer.write(order, meta_graph.graph_def)
     exposed = meta_graph.signature_def[PER_NODE_SIGNATURE]
