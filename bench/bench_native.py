@@ -194,17 +194,21 @@ def first_result(workdir: Path, runs: int = 5) -> None:
           f"{seconds['tensorflow'] / seconds['python']:.1f}x (target >= 20x)")
 
 
+# The process's own high-water mark (VmHWM, in KiB). Not getrusage's ru_maxrss: Linux carries
+# that across fork and exec, so a child of this large process would report the parent's peak.
+_PRINT_PEAK = ("import re\nstatus = open('/proc/self/status').read()\n"
+               "print(int(re.search(r'VmHWM:\\s+(\\d+) kB', status).group(1)) * 1024)")
+
+
 def peak_memory(model_dir: Path) -> None:
     """Peak resident memory of a fresh process that loads `model_dir` natively and runs it once
     at batch 1, beside the bytes of its weights (the checkpoint's data shards)."""
-    code = ("import numpy as np, resource\nfrom savedmodel.runtime import load\n"
+    code = ("import numpy as np\nfrom savedmodel.runtime import load\n"
             f"m = load({str(model_dir)!r}, engine='native')\n"
             "s = m.signatures['serving_default']\n"
             "k, spec = next(iter(s.inputs.items()))\n"
-            "s(**{k: np.zeros((1, *spec.shape[1:]), np.float32)})\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
-    base = ("import numpy, resource\nimport savedmodel.runtime\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
+            "s(**{k: np.zeros((1, *spec.shape[1:]), np.float32)})\n" + _PRINT_PEAK)
+    base = "import numpy\nimport savedmodel.runtime\n" + _PRINT_PEAK
     peak = int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                               text=True).stdout.split()[-1])
     floor = int(subprocess.run([sys.executable, "-c", base], check=True, capture_output=True,
