@@ -353,3 +353,108 @@ fn two_branches_meeting_at_a_residual_add_both_fuse() {
     let want = run(&node("n", "Relu", &[], vec![("T", FLOAT)]), vec![sum]);
     assert_close(&tensor_of(&got[0]), &want);
 }
+
+/// A conv (or depthwise conv) with a bias, then swish as `tail` writes it on the bias's
+/// output "b"; returns the nodes and the fetched node's name.
+fn swish_graph(op: &str, w: &Tensor, c: &Tensor, tail: &[NodeDef]) -> Vec<NodeDef> {
+    let mut nodes = vec![
+        node("x", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        node("r", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        constant("w", w),
+        constant("c", c),
+        conv(op, 1, "SAME"),
+    ];
+    nodes[4].name = "conv".into();
+    nodes.push(node("b", "BiasAdd", &["conv", "c"], vec![("T", FLOAT)]));
+    nodes.extend(tail.iter().cloned());
+    nodes
+}
+
+/// Runs `nodes` fetching `fetch`, and the same computation op by op: conv, bias, then
+/// b * sigmoid(beta * b).
+fn check_swish(
+    nodes: &[NodeDef],
+    fetch: &str,
+    op: &str,
+    w: &Tensor,
+    c: &Tensor,
+    beta: f32,
+    ops: &[&str],
+) {
+    let (library, plan) = compile(nodes, fetch);
+    assert_eq!(plan.ops(), ops);
+    let x = tensor(&[2, 6, 5, 4], 1);
+    let args = vec![
+        Value::Tensor(Arc::new(x.clone())),
+        Value::Tensor(Arc::new(tensor(&[1], 2))),
+    ];
+    let got = plan.run(&library.context(), args).unwrap();
+    let run = |n: &NodeDef, inputs: Vec<Tensor>| tensor_of(&run_node(n, inputs).unwrap()[0]);
+    let t = || node("n", "Mul", &[], vec![("T", FLOAT)]);
+    let b = run(&conv(op, 1, "SAME"), vec![x, w.clone()]);
+    let b = run(
+        &node("n", "BiasAdd", &[], vec![("T", FLOAT)]),
+        vec![b, c.clone()],
+    );
+    let scaled = run(&t(), vec![Tensor::from_vec(vec![], vec![beta]), b.clone()]);
+    let s = run(&node("n", "Sigmoid", &[], vec![("T", FLOAT)]), vec![scaled]);
+    assert_close(&tensor_of(&got[0]), &run(&t(), vec![b, s]));
+}
+
+fn beta(value: f32) -> NodeDef {
+    constant("beta", &Tensor::from_vec(vec![], vec![value]))
+}
+
+fn mul(name: &str, a: &str, b: &str) -> NodeDef {
+    node(name, "Mul", &[a, b], vec![("T", FLOAT)])
+}
+
+fn sigmoid(name: &str, input: &str) -> NodeDef {
+    node(name, "Sigmoid", &[input], vec![("T", FLOAT)])
+}
+
+#[test]
+fn swish_as_keras_writes_it_fuses_into_the_convolution() {
+    // tf.nn.silu: b * sigmoid(beta * b), beta a constant 1.
+    let (w, c) = (tensor(&[3, 3, 4, 6], 3), tensor(&[6], 4));
+    let tail = [
+        beta(1.0),
+        mul("m", "beta", "b"),
+        sigmoid("s", "m"),
+        mul("y", "b", "s"),
+    ];
+    let nodes = swish_graph("Conv2D", &w, &c, &tail);
+    check_swish(&nodes, "y", "Conv2D", &w, &c, 1.0, &["_FusedConv2D"]);
+}
+
+#[test]
+fn plain_swish_fuses_into_a_depthwise_convolution() {
+    let (w, c) = (tensor(&[3, 3, 4, 1], 3), tensor(&[4], 4));
+    let tail = [sigmoid("s", "b"), mul("y", "s", "b")];
+    let nodes = swish_graph("DepthwiseConv2dNative", &w, &c, &tail);
+    let fused = ["_FusedDepthwiseConv2dNative"];
+    check_swish(&nodes, "y", "DepthwiseConv2dNative", &w, &c, 1.0, &fused);
+}
+
+#[test]
+fn swish_with_another_beta_or_another_reader_is_left_alone() {
+    let (w, c) = (tensor(&[3, 3, 4, 6], 3), tensor(&[6], 4));
+    let tail = [
+        beta(1.5),
+        mul("m", "beta", "b"),
+        sigmoid("s", "m"),
+        mul("y", "b", "s"),
+    ];
+    let nodes = swish_graph("Conv2D", &w, &c, &tail);
+    let unfused = ["_FusedConv2D", "Mul", "Sigmoid", "Mul"];
+    check_swish(&nodes, "y", "Conv2D", &w, &c, 1.5, &unfused);
+    // The sigmoid is read twice: its Mul cannot take it, and swish stays three ops.
+    let tail = [
+        sigmoid("s", "b"),
+        mul("y0", "b", "s"),
+        node("y", "AddV2", &["y0", "s"], vec![("T", FLOAT)]),
+    ];
+    let nodes = swish_graph("Conv2D", &w, &c, &tail);
+    let (_, plan) = compile(&nodes, "y");
+    assert_eq!(plan.ops(), vec!["_FusedConv2D", "Sigmoid", "Mul", "AddV2"]);
+}

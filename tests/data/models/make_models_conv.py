@@ -5,6 +5,10 @@ that TensorFlow's own CPU kernels give the expected outputs (as tests/conftest.p
 - conv_family: a Keras model with a dilated Conv1D (which TensorFlow exports as SpaceToBatchND ->
   Conv2D -> BatchToSpaceND), and Conv3D, Conv3DTranspose, MaxPooling3D and AveragePooling3D over a
   small volume.
+- swish_cnn: EfficientNet's building blocks: convolutions, depthwise convolutions and dense
+  layers followed by swish (Keras writes x * sigmoid(1 * x)), a squeeze-and-excitation block, a
+  residual add, and a swish whose input something else reads too (the native engine fuses the
+  others into the convolution before it).
 - segments_search: a tf.Module whose signature uses segment reductions (sorted, unsorted,
   sparse), dynamic partition and stitch, tensor scatter, searchsorted, bucketize, roll,
   reverse_sequence, cumulative_logsumexp and both CTC decoders.
@@ -39,6 +43,29 @@ def conv_family():
     v = keras.layers.Conv3D(2, (1, 2, 2), strides=(1, 2, 1), padding="valid")(v)
     return keras.Model([sequence, volume], {"sequence_features": s,
                                             "volume_features": keras.layers.Flatten()(v)})
+
+
+@keras_model
+def swish_cnn():
+    image = keras.Input((10, 10, 3), name="image")
+    x = keras.layers.Conv2D(8, 3, padding="same", use_bias=False)(image)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.Activation("swish")(x)
+    y = keras.layers.DepthwiseConv2D(3, padding="same", use_bias=False)(x)
+    y = keras.layers.BatchNormalization()(y)
+    y = keras.layers.Activation("silu")(y)
+    se = keras.layers.GlobalAveragePooling2D(keepdims=True)(y)
+    se = keras.layers.Conv2D(2, 1, activation="swish")(se)
+    se = keras.layers.Conv2D(8, 1, activation="sigmoid")(se)
+    y = keras.layers.Multiply()([y, se])
+    y = keras.layers.Conv2D(8, 1, use_bias=False)(y)
+    y = keras.layers.BatchNormalization()(y)
+    x = keras.layers.Add()([x, y])
+    shared = keras.layers.Conv2D(4, 3, strides=2)(x)
+    x = keras.layers.Activation("swish")(shared)
+    x = keras.layers.Concatenate()([x, shared])
+    x = keras.layers.Flatten()(x)
+    return keras.Model(image, keras.layers.Dense(3, activation="swish")(x))
 
 
 class SegmentsAndSearch(tf.Module):
@@ -86,6 +113,8 @@ def main(names: list[str]) -> None:
         "conv_family": lambda: export_keras("conv_family", conv_family(), {
             "sequence": rng.standard_normal((2, 16, 3)).astype(np.float32),
             "volume": rng.standard_normal((2, 6, 6, 6, 2)).astype(np.float32)}),
+        "swish_cnn": lambda: export_keras("swish_cnn", swish_cnn(), {
+            "image": rng.standard_normal((2, 10, 10, 3)).astype(np.float32) * 2}),
         "segments_search": lambda: export_module("segments_search", SegmentsAndSearch(), {
             "serve": {"x": rng.standard_normal((7, 4)).astype(np.float32),
                       "ids": np.array([3, 0, 3, 1, 0, 3, 2], np.int32),

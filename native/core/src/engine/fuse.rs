@@ -25,6 +25,10 @@ use crate::tensor::Tensor;
 /// Activations the fused kernels apply in their output pass.
 pub const FUSED_ACTIVATIONS: [&str; 6] = ["Relu", "Relu6", "Elu", "LeakyRelu", "Sigmoid", "Tanh"];
 
+/// The fused_ops name of swish, x * sigmoid(x): no single op in a graph, but the two or three
+/// nodes `swish_of` recognizes (EfficientNet's activation after every convolution).
+pub const SWISH: &str = "_MklSwish";
+
 /// Rewrites the fusable chains of `ir` in place (for the fused ops `registry` has kernels of),
 /// taking scaled weights other plans made from `shared`.
 pub fn fuse(ir: &mut Ir, registry: &Registry, shared: &ScaledWeights) {
@@ -162,6 +166,13 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
     let mut length = 0;
     let mut absorbed = vec![i];
     loop {
+        if let Some(nodes) = swish_of(ir, uses, current) {
+            activation = Some((SWISH.to_string(), 0.0));
+            current = *nodes.last()?;
+            absorbed.extend(nodes);
+            length += 1;
+            break;
+        }
         let name = &ir.nodes[current].name;
         if uses.pinned.contains(name) || uses.data.get(&(name.clone(), 0)) != Some(&1) {
             break;
@@ -204,6 +215,68 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
         residual,
         absorbed,
     })
+}
+
+/// The nodes computing swish of node `at`'s output, the final Mul last: `x * Sigmoid(x)`, or
+/// `x * Sigmoid(1 * x)` as tf.nn.silu writes it with its beta a constant 1, when nothing else
+/// reads x or the intermediate values.
+fn swish_of(ir: &Ir, uses: &Uses, at: usize) -> Option<Vec<usize>> {
+    let x = &ir.nodes[at].name;
+    let only_read_by = |name: &str, count: usize| {
+        !uses.pinned.contains(name) && uses.data.get(&(name.to_string(), 0)) == Some(&count)
+    };
+    if !only_read_by(x, 2) {
+        return None;
+    }
+    let readers = uses.consumers.get(x)?;
+    let [a, b] = readers.as_slice() else {
+        return None;
+    };
+    let reads = |j: usize, name: &str| {
+        ir.nodes[j]
+            .inputs
+            .iter()
+            .any(|s| matches!(s, Src::Node(n, 0) if n == name))
+    };
+    let is = |j: usize, op: &str| {
+        !uses.absorbed.contains(&j) && ir.nodes[j].op == op && float32(&ir.nodes[j])
+    };
+    for (first, last) in [(*a, *b), (*b, *a)] {
+        if !is(last, "Mul") || ir.nodes[last].inputs.len() != 2 || !reads(last, x) {
+            continue;
+        }
+        let mut chain = vec![first];
+        let mut sigmoid = first;
+        if is(first, "Mul") && scales_by_one(ir, &ir.nodes[first], x) {
+            let name = &ir.nodes[first].name;
+            match uses.consumers.get(name).map(Vec::as_slice) {
+                Some(&[j]) if only_read_by(name, 1) => sigmoid = j,
+                _ => continue,
+            }
+            chain.push(sigmoid);
+        }
+        let name = &ir.nodes[sigmoid].name;
+        let feeds_last = uses.consumers.get(name).map(Vec::as_slice) == Some(&[last]);
+        if is(sigmoid, "Sigmoid") && only_read_by(name, 1) && feeds_last && reads(last, name) {
+            chain.push(last);
+            return Some(chain);
+        }
+    }
+    None
+}
+
+/// Whether `node` multiplies `input` by a scalar constant 1 (a shaped one could broadcast).
+fn scales_by_one(ir: &Ir, node: &IrNode, input: &str) -> bool {
+    let ours = |s: &Src| matches!(s, Src::Node(n, 0) if n == input);
+    let other = match node.inputs.as_slice() {
+        [a, b] if ours(a) && !ours(b) => b,
+        [a, b] if ours(b) && !ours(a) => a,
+        _ => return false,
+    };
+    match ir.known(other) {
+        Some(Value::Tensor(c)) => c.shape().is_empty() && c.values::<f32>() == Some(&[1.0][..]),
+        _ => false,
+    }
 }
 
 /// The other input of an Add/AddV2 of the chain's value `input` and a tensor computed at run

@@ -1,16 +1,18 @@
 //! TensorFlow's internal fused ops, which the plan optimizer (engine::fuse) rewrites chains
 //! into: `_FusedConv2D`, `_FusedDepthwiseConv2dNative` and `_FusedMatMul` with fused_ops
 //! `[BiasAdd]`, `[BiasAdd, <activation>]`, `[BiasAdd, Add]` or `[BiasAdd, Add, <activation>]`
-//! (Add: a residual input of the output's shape, the op's fourth input). A float32 NHWC
+//! (Add: a residual input of the output's shape, the op's fourth input; the activation may be
+//! `_MklSwish`, x * sigmoid(x), the name TensorFlow's oneDNN fusions give it). A float32 NHWC
 //! convolution applies them to each block of output while it is still in cache; anything else
 //! runs the base op and then one pass over its output.
 
 use std::sync::Arc;
 
 use crate::dtype::DType;
-use crate::engine::fuse::FUSED_ACTIVATIONS;
+use crate::engine::fuse::{FUSED_ACTIVATIONS, SWISH};
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::Value;
+use crate::kernels::math::fast::{sigmoid_f32, swish_f32};
 use crate::kernels::nn::{
     conv_fused, conv_out_shape, conv_spec, depthwise_fused, depthwise_out_shape, Spec,
 };
@@ -41,6 +43,7 @@ enum Activation {
     LeakyRelu(f32),
     Sigmoid,
     Tanh,
+    Swish,
 }
 
 /// The convolutions whose kernels take the epilogue themselves.
@@ -133,6 +136,7 @@ fn tail(node: &NodeSpec) -> Result<Tail, String> {
     };
     let activation = match rest {
         [] => Activation::None,
+        [act] if *act == SWISH => Activation::Swish,
         [act] if FUSED_ACTIVATIONS.contains(act) => match *act {
             "Relu" => Activation::Relu,
             "Relu6" => Activation::Relu6,
@@ -304,8 +308,9 @@ fn apply(values: &mut [f32], bias: &[f32], residual: Option<&[f32]>, activation:
                 },
             )
         }
-        Activation::Sigmoid => each(values, bias, residual, |x| 1.0 / (1.0 + (-x).exp())),
+        Activation::Sigmoid => each(values, bias, residual, sigmoid_f32),
         Activation::Tanh => each(values, bias, residual, f32::tanh),
+        Activation::Swish => each(values, bias, residual, swish_f32),
     }
 }
 

@@ -6,6 +6,7 @@ mod binary;
 mod broadcast;
 mod cast;
 mod compare;
+pub mod fast;
 mod index;
 mod num;
 mod reduce;

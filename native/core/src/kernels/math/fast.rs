@@ -1,0 +1,145 @@
+//! e^x, the logistic function and swish in float32 with no libm call in the loop, so that a
+//! pass over a tensor compiles to SIMD code (libm's `expf` is a scalar call per element, and
+//! was most of EfficientNet's time). The exponential reduces x to r in [-ln2/2, ln2/2] with
+//! x = n ln2 + r, takes e^r from a degree-7 polynomial (Cephes' expf coefficients, a public
+//! minimax fit) and scales by 2^n through the exponent bits; within 2 ulp of the exact value.
+
+use rayon::prelude::*;
+
+use super::num::PARALLEL_MIN;
+
+/// ln(f32::MAX): above it e^x is infinite.
+const HIGH: f32 = 88.722_84;
+/// Below it e^x is subnormal; this gives 0 there, within float32's absolute tolerance.
+const LOW: f32 = -87.336_55;
+
+/// e^x; NaN stays NaN.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // Adding then subtracting 1.5 * 2^23 rounds to the nearest integer in plain SSE2.
+    const ROUND: f32 = 12_582_912.0;
+    let clamped = x.clamp(LOW, HIGH);
+    let n = (clamped * std::f32::consts::LOG2_E + ROUND) - ROUND;
+    let r = clamped - n * LN2_HI - n * LN2_LO;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+        + 1.666_666_5e-1)
+        * r
+        + 0.5;
+    let e = p * r * r + r + 1.0;
+    // 2^n in two factors: n reaches 128 near HIGH, one past the largest float32 exponent.
+    let n = n as i32;
+    let half = n >> 1;
+    let y = e * pow2(half) * pow2(n - half);
+    if x > HIGH {
+        f32::INFINITY
+    } else if x < LOW {
+        0.0
+    } else {
+        y
+    }
+}
+
+/// 2^k for k in [-126, 127], built from its exponent bits.
+#[inline(always)]
+fn pow2(k: i32) -> f32 {
+    f32::from_bits(((k + 127) as u32) << 23)
+}
+
+/// 1 / (1 + e^-x): e^-x overflows to inf only where the result underflows to 0 anyway.
+#[inline(always)]
+pub fn sigmoid_f32(x: f32) -> f32 {
+    1.0 / (1.0 + exp_f32(-x))
+}
+
+/// x * sigmoid(x) (swish, SiLU).
+#[inline(always)]
+pub fn swish_f32(x: f32) -> f32 {
+    x * sigmoid_f32(x)
+}
+
+/// `f` over `v` in chunks, each a plain loop the compiler vectorizes; large inputs across
+/// threads.
+pub fn map_f32(v: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
+    let mut out = vec![0f32; v.len()];
+    let run = |(o, i): (&mut [f32], &[f32])| o.iter_mut().zip(i).for_each(|(o, &x)| *o = f(x));
+    if v.len() < PARALLEL_MIN {
+        run((&mut out, v));
+    } else {
+        out.par_chunks_mut(PARALLEL_MIN / 4)
+            .zip(v.par_chunks(PARALLEL_MIN / 4))
+            .for_each(run);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every 997th float32 bit pattern in [-104, 89] (both signs), against f64's exp.
+    fn samples() -> impl Iterator<Item = f32> {
+        (0..u32::MAX / 997)
+            .map(|i| f32::from_bits(i * 997))
+            .filter(|x| x.is_finite() && x.abs() < 104.0)
+            .flat_map(|x| [x, -x])
+    }
+
+    #[test]
+    fn exp_within_two_ulp() {
+        let mut worst = 0f64;
+        for x in samples() {
+            let exact = f64::from(x).exp();
+            let ours = f64::from(exp_f32(x));
+            if exact < f64::from(f32::MIN_POSITIVE) || exact > f64::from(f32::MAX) {
+                continue;
+            }
+            worst = worst.max(((ours - exact) / exact).abs());
+        }
+        assert!(
+            worst < 2.0 * f64::from(f32::EPSILON),
+            "worst relative error {worst:e}"
+        );
+    }
+
+    #[test]
+    fn exp_edges() {
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert_eq!(exp_f32(89.0), f32::INFINITY);
+        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp_f32(-200.0), 0.0);
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert!(exp_f32(f32::NAN).is_nan());
+        let top = exp_f32(88.72);
+        assert!(top.is_finite() && top > 3.3e38, "{top}");
+    }
+
+    #[test]
+    fn sigmoid_and_swish_match_f64() {
+        for x in samples() {
+            let exact = 1.0 / (1.0 + (-f64::from(x)).exp());
+            let ours = f64::from(sigmoid_f32(x));
+            assert!(
+                (ours - exact).abs() <= 3e-7 * exact + 1e-37,
+                "sigmoid({x}) = {ours}, exact {exact}"
+            );
+            let swish = f64::from(swish_f32(x));
+            let exact_swish = f64::from(x) * exact;
+            assert!(
+                (swish - exact_swish).abs() <= 4e-7 * exact_swish.abs() + 2e-36,
+                "swish({x}) = {swish}, exact {exact_swish}"
+            );
+        }
+        assert_eq!(sigmoid_f32(f32::INFINITY), 1.0);
+        assert_eq!(sigmoid_f32(f32::NEG_INFINITY), 0.0);
+        assert!(sigmoid_f32(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn map_keeps_order_across_threads() {
+        let v: Vec<f32> = (0..100_000).map(|i| i as f32 / 1000.0 - 50.0).collect();
+        let out = map_f32(&v, sigmoid_f32);
+        assert!(out.iter().zip(&v).all(|(o, &x)| *o == sigmoid_f32(x)));
+    }
+}
