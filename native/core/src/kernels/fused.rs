@@ -12,7 +12,7 @@ use crate::dtype::DType;
 use crate::engine::fuse::{FUSED_ACTIVATIONS, SWISH};
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::Value;
-use crate::kernels::math::fast::{sigmoid_f32, swish_f32};
+use crate::kernels::math::fast::{sigmoid_f32, swish_f32, tanh_f32};
 use crate::kernels::nn::{
     conv_fused, conv_out_shape, conv_spec, depthwise_fused, depthwise_out_shape, Spec,
 };
@@ -309,7 +309,7 @@ fn apply(values: &mut [f32], bias: &[f32], residual: Option<&[f32]>, activation:
             )
         }
         Activation::Sigmoid => each(values, bias, residual, sigmoid_f32),
-        Activation::Tanh => each(values, bias, residual, f32::tanh),
+        Activation::Tanh => each(values, bias, residual, tanh_f32),
         Activation::Swish => each(values, bias, residual, swish_f32),
     }
 }

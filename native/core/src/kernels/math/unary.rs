@@ -53,9 +53,24 @@ fn register_trig(r: &mut Registry) {
     }
     trig!(
         "Sin" => sin, "Cos" => cos, "Tan" => tan, "Asin" => asin, "Acos" => acos,
-        "Atan" => atan, "Sinh" => sinh, "Cosh" => cosh, "Tanh" => tanh, "Asinh" => asinh,
+        "Atan" => atan, "Sinh" => sinh, "Cosh" => cosh, "Asinh" => asinh,
         "Acosh" => acosh, "Atanh" => atanh
     );
+    register_unary!(r, "Tanh", tanh);
+}
+
+/// float32 through the vectorized `fast::tanh_f32` (GELU's tanh form and recurrent cells spend
+/// their time here); other types through their own tanh.
+fn tanh(t: &Tensor) -> KResult<Tensor> {
+    if let Some(values) = t.values::<f32>() {
+        return Ok(Tensor::from_vec(
+            t.shape().to_vec(),
+            super::fast::map_f32(values, super::fast::tanh_f32),
+        ));
+    }
+    float_unary!(t, |x| x.tanh())
+        .or_else(|| complex_unary!(t, |z: Complex<_>| z.tanh()))
+        .unwrap_or_else(|| unsupported("Tanh", t))
 }
 
 fn neg(t: &Tensor) -> KResult<Tensor> {
