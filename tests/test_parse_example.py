@@ -9,9 +9,10 @@ import random
 import numpy as np
 import pytest
 
+from conftest import DATA
 from savedmodel.protos import example_pb2
-from savedmodel.runtime import dtypes
-from savedmodel.runtime.errors import KernelError
+from savedmodel.runtime import dtypes, load, native
+from savedmodel.runtime.errors import KernelError, SavedModelError
 from savedmodel.runtime.kernels.parse_example import parse_example, parse_example_v2, parse_single_example
 
 FLOAT, INT64, STRING = (dtypes.from_name(n) for n in ("float32", "int64", "string"))
@@ -86,23 +87,45 @@ def test_bad_bytes_are_an_error_showing_them():
         v2(strings(b"\xff\xff\xff"), dense=REQUIRED_X)
 
 
-def test_damaged_examples_never_escape_as_other_exceptions():
-    """Truncations and byte flips of a valid Example: each parses to a result of the declared
-    dtypes and shapes, or raises KernelError."""
+def damaged_examples() -> list[bytes]:
+    """Every truncation of a valid Example, and 300 copies with 1 to 3 bytes changed."""
     rng = random.Random(7)
-    valid = example(x=[1.5], tags=[b"a", b"bc"], n=[3, 4])
+    valid = example(weight=[1.5], tags=[b"a", b"bc"], n=[3, 4])
     damaged = [valid[:cut] for cut in range(len(valid))]
     for _ in range(300):
         data = bytearray(valid)
         for _ in range(rng.randint(1, 3)):
             data[rng.randrange(len(data))] = rng.randrange(256)
         damaged.append(bytes(data))
-    for data in damaged:
+    return damaged
+
+
+def test_damaged_examples_never_escape_as_other_exceptions():
+    """Each damaged Example parses to a result of the declared dtypes and shapes, or raises
+    KernelError."""
+    for data in damaged_examples():
         try:
-            outputs = v2(strings(data), dense=[("x", np.float32([0]), (1,))], sparse=[("tags", STRING), ("n", INT64)])
+            outputs = v2(strings(data), dense=[("weight", np.float32([0]), (1,))],
+                         sparse=[("tags", STRING), ("n", INT64)])
         except KernelError:
             continue
         tag_indices, n_indices, tags, n, _, _, dense = outputs
         assert dense.shape == (1, 1) and dense.dtype == np.float32
         assert tag_indices.shape == (len(tags), 2) and n_indices.shape == (len(n), 2)
         assert tags.dtype == object and n.dtype == np.int64
+
+
+@pytest.mark.parametrize("engine", ["numpy", "native"])
+def test_a_served_model_given_damaged_examples_answers_or_raises_a_clear_error(engine):
+    """The fruit classifier (ParseExample v1 on "weight" and "tags") on every damaged Example,
+    on each engine: scores of the right shape, or a SavedModelError; the native engine never
+    lets a panic through."""
+    if engine == "native" and not native.available():
+        pytest.skip("the native engine is not built")
+    classify = load(DATA / "serving" / "fruit" / "00000001", engine=engine).signatures["serving_default"]
+    for data in damaged_examples():
+        try:
+            scores = classify(inputs=strings(data))["scores"]
+        except SavedModelError:
+            continue
+        assert scores.shape == (1, 2) and np.isfinite(scores).all()

@@ -52,7 +52,7 @@ class _Features:
 
 
 def _type_name(dtype, what: str) -> str:
-    name = dtypes.from_enum(dtype.enum).name if isinstance(dtype, dtypes.DType) else str(dtype)
+    name = dtype.name if isinstance(dtype, dtypes.DType) else str(dtype)
     name = "float" if name == "float32" else name
     check(name in _NUMPY, f"{what}: parsing gives float32, int64 or string features, not {name}")
     return name
@@ -105,7 +105,7 @@ def _examples(serialized: np.ndarray, names: np.ndarray) -> list[tuple[str, dict
     for i, data in enumerate(serialized.reshape(-1)):
         try:
             example = example_pb2.Example.FromString(data)
-        except (DecodeError, RuntimeWarning):
+        except DecodeError:
             raise KernelError(f"Could not parse example input, value: {_preview(data)}") from None
         found.append((labels[i] if labels else "<unknown>", example.features.feature))
     return found
@@ -197,7 +197,7 @@ def _ragged(key: str, dtype: str, split_type, examples: list, batched: bool) -> 
 
 
 def _split_type(dtype, key: str):
-    name = dtypes.from_enum(dtype.enum).name if isinstance(dtype, dtypes.DType) else str(dtype)
+    name = dtype.name if isinstance(dtype, dtypes.DType) else str(dtype)
     check(name in ("int32", "int64"), f"ragged key {key!r}: row splits are int32 or int64, not {name}")
     return np.dtype(name)
 
