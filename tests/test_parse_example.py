@@ -129,3 +129,24 @@ def test_a_served_model_given_damaged_examples_answers_or_raises_a_clear_error(e
         except SavedModelError:
             continue
         assert scores.shape == (1, 2) and np.isfinite(scores).all()
+
+
+@pytest.mark.parametrize("serialized, dense, sparse", [
+    ([example(x=[1.0]), example(x=[2])], REQUIRED_X, ()),
+    ([example(x=[1.0]), example(x=[b"s"])], (), [("x", FLOAT)]),
+    ([example(x=[1.0]), example(y=[1.0])], REQUIRED_X, ()),
+    ([example(x=[1.0, 2.0])], REQUIRED_X, ()),
+    ([example(x=[1.0]), b"garbage"], REQUIRED_X, ()),
+], ids=["dense_dtype", "sparse_dtype", "required", "count", "bad_bytes"])
+def test_error_messages_are_tensorflows(tf, serialized, dense, sparse):
+    """Our message is TensorFlow's, without its node and op decorations."""
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        tf.raw_ops.ParseExampleV2(
+            serialized=serialized, names=[], sparse_keys=[k for k, _ in sparse], dense_keys=[k for k, _, _ in dense],
+            ragged_keys=[], dense_defaults=[tf.constant(d) for _, d, _ in dense], num_sparse=len(sparse),
+            sparse_types=[tf.float32 for _ in sparse], ragged_value_types=[], ragged_split_types=[],
+            dense_shapes=[s for _, _, s in dense])
+    theirs = raised.value.message.split("}} ", 1)[-1].split(" [Op:", 1)[0].strip()
+    with pytest.raises(KernelError) as ours:
+        v2(strings(*serialized), dense=dense, sparse=sparse)
+    assert str(ours.value) == theirs
