@@ -231,7 +231,7 @@ def test_regress_gives_tensorflows_results(client):
     signature = "tensorflow/serving/regress"
     response = client("Regress", examples_request(regression_pb2.RegressionRequest, "half_plus_three", signature))
     np.testing.assert_allclose([r.value for r in response.result.regressions],
-                               HALF_IO[f"sig/{signature}/out/outputs"], rtol=1e-6)
+                               HALF_IO[f"sig/{signature}/out/outputs"].ravel(), rtol=1e-6)
 
 
 def test_examples_with_context_are_merged(client):
@@ -245,7 +245,7 @@ def test_examples_with_context_are_merged(client):
     response = client("Regress", examples_request(regression_pb2.RegressionRequest, "half_plus_three", signature,
                                                   [own], context))
     np.testing.assert_allclose([r.value for r in response.result.regressions],
-                               HALF_IO[f"sig/{signature}/out/outputs"][-1:], rtol=1e-6)
+                               HALF_IO[f"sig/{signature}/out/outputs"].ravel()[-1:], rtol=1e-6)
 
 
 def multi_inference_request(tasks, method=None) -> inference_pb2.MultiInferenceRequest:
@@ -266,7 +266,7 @@ def test_multi_inference_gives_each_signatures_results(client):
                                                                  ("half_plus_three", classify)]))
     regression, classification = response.results
     np.testing.assert_allclose([r.value for r in regression.regression_result.regressions],
-                               HALF_IO[f"sig/{regress}/out/outputs"], rtol=1e-6)
+                               HALF_IO[f"sig/{regress}/out/outputs"].ravel(), rtol=1e-6)
     np.testing.assert_allclose([[c.score for c in row.classes] for row in classification.classification_result.classifications],
                                HALF_IO[f"sig/{classify}/out/scores"], rtol=1e-6)
     assert [(r.model_spec.signature_name, r.model_spec.version.value) for r in response.results] == [
@@ -595,7 +595,7 @@ def test_tensorflow_serving_client_classify_regress_and_multi_inference(tf, stub
                                HALF_IO[f"sig/{classify}/out/scores"], rtol=1e-6)
     regress = "tensorflow/serving/regress"
     result = stubs[0].Regress(request(tf_regression_pb2.RegressionRequest, regress), 60).result
-    np.testing.assert_allclose([r.value for r in result.regressions], HALF_IO[f"sig/{regress}/out/outputs"], rtol=1e-6)
+    np.testing.assert_allclose([r.value for r in result.regressions], HALF_IO[f"sig/{regress}/out/outputs"].ravel(), rtol=1e-6)
 
     from tensorflow_serving.apis import inference_pb2 as tf_inference_pb2
     multi = tf_inference_pb2.MultiInferenceRequest()
@@ -603,7 +603,7 @@ def test_tensorflow_serving_client_classify_regress_and_multi_inference(tf, stub
     multi.input.CopyFrom(request(tf_regression_pb2.RegressionRequest, regress).input)
     (only,) = stubs[0].MultiInference(multi, 60).results
     np.testing.assert_allclose([r.value for r in only.regression_result.regressions],
-                               HALF_IO[f"sig/{regress}/out/outputs"], rtol=1e-6)
+                               HALF_IO[f"sig/{regress}/out/outputs"].ravel(), rtol=1e-6)
 
 
 class _EarlyTimerLoop(asyncio.SelectorEventLoop):

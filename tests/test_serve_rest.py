@@ -108,7 +108,7 @@ def test_regress_as_documented(server):
     results = [server.post("/v1/models/half_plus_three:regress", json=b).json() for b in (documented, body)]
     assert [list(r) for r in results] == [["results"], ["results"]]
     np.testing.assert_array_equal(results[0]["results"] + results[1]["results"],
-                                  IO["sig/tensorflow/serving/regress/out/outputs"])
+                                  IO["sig/tensorflow/serving/regress/out/outputs"].ravel())
 
 
 def test_classify(server):

@@ -17,6 +17,7 @@ from savedmodel.runtime.kernels import (  # noqa: F401  (imported for their regi
     lookup,
     math,
     nn,
+    parse_example,
     png,
     ragged,
     random,

@@ -262,9 +262,9 @@ macro_rules! groups {
 }
 
 groups!(
-    activation, array, common, detection, gather, image, jpeg, linalg, math, nn, png, ragged,
-    ragged_ops, random, reduction, search, segments, signal, sparse, spatial, special, strings,
-    strings2, text, unicode,
+    activation, array, common, detection, gather, image, jpeg, linalg, math, nn, parsing, png,
+    ragged, ragged_ops, random, reduction, search, segments, signal, sparse, spatial, special,
+    strings, strings2, text, unicode,
 );
 
 /// Every `<group>.json` in tests/data/ops has a test above, so a new group cannot go unreplayed.

@@ -11,6 +11,7 @@ pub mod fused;
 pub mod image;
 pub mod math;
 pub mod nn;
+pub mod parsing;
 pub mod random;
 pub mod state;
 pub mod strings;
@@ -30,6 +31,7 @@ pub fn registry() -> Arc<Registry> {
             array::register(&mut r);
             strings::register(&mut r);
             image::register(&mut r);
+            parsing::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             Arc::new(r)
