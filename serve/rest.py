@@ -95,6 +95,7 @@ class _Api:
         started = time.perf_counter()
         method, path = scope["method"], scope["path"]
         labels = [UNKNOWN, UNKNOWN, "status" if method == "GET" else "predict"]
+        headers = [(b"content-type", b"application/json")]
         try:
             body = await self._read_body(scope, receive) if method == "POST" else b""
             async with _time_limit(self.timeout):
@@ -107,15 +108,16 @@ class _Api:
                                                        "(--rest_api_timeout_in_ms)"), "DEADLINE_EXCEEDED"
         except BodyError as err:
             status_code, payload, status = err.status, _error(str(err)), "INVALID_ARGUMENT"
+            # The rest of the body may still come (or never): the connection cannot carry another request.
+            headers.append((b"connection", b"close"))
         except ClientDisconnect:
             return
         except Exception as err:  # a bug: answer it, log it, keep serving
             log.exception("internal error serving %s %s", method, path)
             status_code, payload, status = 500, _error(f"Internal error: {type(err).__name__}: {err}"), "INTERNAL"
         self.metrics.observe(labels[0], labels[1], labels[2], status, time.perf_counter() - started)
-        await send({"type": "http.response.start", "status": status_code,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(payload)).encode())]})
+        headers.append((b"content-length", str(len(payload)).encode()))
+        await send({"type": "http.response.start", "status": status_code, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
 
     async def _read_body(self, scope, receive) -> bytes:
