@@ -12,6 +12,7 @@ pub mod image;
 pub mod math;
 pub mod nn;
 pub mod random;
+pub mod rnn;
 pub mod state;
 pub mod strings;
 pub mod util;
@@ -32,6 +33,7 @@ pub fn registry() -> Arc<Registry> {
             image::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
+            rnn::register(&mut r);
             Arc::new(r)
         })
         .clone()
