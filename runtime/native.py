@@ -162,9 +162,10 @@ def _spec(key: str, tensor_name: str, dtype: str, shape) -> TensorSpecInfo:
 
 class _Feed:
     """How one signature input takes a caller's value, worked out once per signature: an array
-    that already is what the extension reads (a C-contiguous ndarray of the input's dtype and
-    shape) goes through as it is, anything else through runtime.feeds as on the numpy engine,
-    so both engines accept, convert and reject the same values with the same messages."""
+    that already is what the extension reads (an ndarray of the input's dtype and shape, in any
+    memory layout: the extension copies it in row-major order) goes through as it is, anything
+    else through runtime.feeds as on the numpy engine, so both engines accept, convert and
+    reject the same values with the same messages."""
 
     __slots__ = ("key", "dtype", "shape", "where", "_numpy", "_rank", "_pick", "_want")
 
@@ -187,7 +188,7 @@ class _Feed:
 
     def take(self, value):
         """`value` as the extension reads it; FeedError as the numpy engine raises it."""
-        if (type(value) is np.ndarray and value.dtype is self._numpy and value.flags.c_contiguous
+        if (type(value) is np.ndarray and value.dtype is self._numpy
                 and (self._rank < 0 or value.ndim == self._rank
                      and (self._pick is None or self._pick(value.shape) == self._want))):
             return value
@@ -203,18 +204,19 @@ class NativeSignature:
         self.inputs = {spec[0]: _spec(*spec) for spec in inputs}
         self.outputs = {spec[0]: _spec(*spec) for spec in outputs}
         # In the order the extension's runner takes them (the signature's, sorted by key).
+        # The extension takes an array of an input's dtype and shape as it is and hands
+        # anything else to that input's _Feed.take (in the signature's order, sorted by key).
         self._feeds = [_Feed(k, s, name) for k, s in self.inputs.items()]
         self._keys = frozenset(self.inputs)
-        self._run = inner.runner(name)
+        self._run = inner.runner(name, [feed.take for feed in self._feeds])
 
     def __call__(self, **feeds) -> dict[str, np.ndarray]:
         if feeds.keys() != self._keys:
             self._reject(feeds)
-        values = [feed.take(feeds[feed.key]) for feed in self._feeds]
         limit = _current_deadline()
         timeout = None if limit is None else max(0.0, limit.at - time.monotonic())
         try:
-            results, special = self._run(values, timeout)
+            results, special = self._run(feeds, timeout)
         except _native.NativeError as err:
             err = _translate(err)
             if isinstance(err, DeadlineExceededError):

@@ -172,7 +172,7 @@ fn check(layer: &Layer, x_shape: &[usize], r_shape: &[usize], fused: &str) {
         Value::Tensor(Arc::new(x.clone())),
         Value::Tensor(Arc::new(r.clone())),
     ];
-    let got = plan.run(&library.context(), args).unwrap();
+    let got = plan.run(&library.context(), &args).unwrap();
     assert_close(&tensor_of(&got[0]), &reference(layer, &constants, &x, &r));
 }
 
@@ -301,7 +301,7 @@ fn a_residual_read_elsewhere_stops_the_chain_after_the_add() {
         Value::Tensor(Arc::new(x.clone())),
         Value::Tensor(Arc::new(r.clone())),
     ];
-    let got = plan.run(&library.context(), args).unwrap();
+    let got = plan.run(&library.context(), &args).unwrap();
     assert_close(&tensor_of(&got[1]), &reference(&layer, &constants, &x, &r));
 }
 
@@ -343,7 +343,7 @@ fn two_branches_meeting_at_a_residual_add_both_fuse() {
         Value::Tensor(Arc::new(x.clone())),
         Value::Tensor(Arc::new(tensor(&[1], 2))),
     ];
-    let got = plan.run(&library.context(), args).unwrap();
+    let got = plan.run(&library.context(), &args).unwrap();
     let run = |n: &NodeDef, inputs: Vec<Tensor>| tensor_of(&run_node(n, inputs).unwrap()[0]);
     let a = run(&conv("Conv2D", 1, "SAME"), vec![x.clone(), wa]);
     let a = run(&node("n", "BiasAdd", &[], vec![("T", FLOAT)]), vec![a, ca]);

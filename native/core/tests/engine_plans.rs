@@ -148,7 +148,7 @@ fn nested_calls_are_inlined_and_identities_read_through() {
     let (library, plan) = compile(&graph, vec![inner, outer]);
     let plan = plan.unwrap();
     assert!(plan.is_empty(), "left to run: {:?}", plan.ops());
-    let out = plan.run(&library.context(), vec![scalar(2.5)]).unwrap();
+    let out = plan.run(&library.context(), &[scalar(2.5)]).unwrap();
     assert_eq!(as_f32(&out[0]), 2.5);
 }
 
@@ -182,7 +182,7 @@ fn constants_fold_through_calls() {
     let plan = plan.unwrap();
     assert!(plan.is_empty(), "left to run: {:?}", plan.ops());
     assert_eq!(
-        as_f32(&plan.run(&library.context(), vec![scalar(0.0)]).unwrap()[0]),
+        as_f32(&plan.run(&library.context(), &[scalar(0.0)]).unwrap()[0]),
         7.0
     );
 }
@@ -202,7 +202,7 @@ fn recursion_stays_a_call_and_is_bounded_when_run() {
     let plan = plan.unwrap();
     assert_eq!(plan.ops(), vec!["PartitionedCall"]);
     let err = plan
-        .run(&library.context(), vec![scalar(1.0)])
+        .run(&library.context(), &[scalar(1.0)])
         .unwrap_err()
         .to_string();
     assert!(err.contains("nest more than 64 deep"), "{err}");
@@ -271,7 +271,7 @@ fn an_endless_loop_stops_at_the_deadline() {
     let mut ctx = library.context();
     ctx.deadline = Some(std::time::Instant::now() + std::time::Duration::from_millis(50));
     let truth = Value::Tensor(Arc::new(Tensor::scalar(true)));
-    let err = plan.run(&ctx, vec![truth]).unwrap_err();
+    let err = plan.run(&ctx, &[truth]).unwrap_err();
     assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err}");
     assert!(
         err.to_string().contains("node \"call\" (op While)"),

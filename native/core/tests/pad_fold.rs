@@ -188,7 +188,7 @@ fn folded_convolutions_match_the_padded_ones() {
                 let what = format!("{op} stride {stride} pads {pads:?}");
                 assert_eq!(plan.ops(), [format!("_Fused{op}")], "{what}");
                 let ours = plan
-                    .run(&library.context(), vec![Value::Tensor(Arc::new(x.clone()))])
+                    .run(&library.context(), &[Value::Tensor(Arc::new(x.clone()))])
                     .unwrap();
                 let ours = tensor(&ours[0]);
                 let expected = unfolded(&graph, &x);

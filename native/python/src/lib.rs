@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use numpy::ndarray::{Array, IxDyn};
-use numpy::{Element as NpElement, PyArray, PyReadonlyArrayDyn};
+use numpy::{Element as NpElement, PyArray, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -160,16 +160,36 @@ impl NativeModel {
             .collect()
     }
 
-    /// What runs signature `name` (see [`SignatureRunner`]).
-    fn runner(&self, py: Python<'_>, name: &str) -> PyResult<SignatureRunner> {
+    /// What runs signature `name` (see [`SignatureRunner`]); `takes` converts a caller's value
+    /// for each input (in the signature's order) that is not already an array of the input's
+    /// dtype and shape.
+    fn runner(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        takes: Vec<Py<PyAny>>,
+    ) -> PyResult<SignatureRunner> {
         let signature = self.model.signature(name).map_err(to_py)?;
+        if takes.len() != signature.inputs.len() {
+            return Err(feed_error(format!(
+                "signature {name:?} has {} inputs, got {} conversions",
+                signature.inputs.len(),
+                takes.len()
+            )));
+        }
         Ok(SignatureRunner {
             model: self.model.clone(),
             name: signature.name.clone(),
             inputs: signature
                 .inputs
                 .iter()
-                .map(|s| (s.key.clone(), s.dtype.name()))
+                .zip(takes)
+                .map(|(s, take)| Input {
+                    key: PyString::intern(py, &s.key).unbind(),
+                    dtype: s.dtype,
+                    shape: s.shape.clone(),
+                    take,
+                })
                 .collect(),
             output_keys: signature
                 .outputs
@@ -220,6 +240,75 @@ impl NativeModel {
     }
 }
 
+/// One signature input: its key, dtype and shape (None: any; -1: any size), and the caller's
+/// conversion for values that are not already an array of that dtype and shape.
+struct Input {
+    key: Py<PyString>,
+    dtype: DType,
+    shape: Option<Vec<i64>>,
+    take: Py<PyAny>,
+}
+
+impl Input {
+    /// The tensor for the caller's `value`: an array of the input's dtype and shape as it is,
+    /// anything else as the input's conversion makes it (which raises what the numpy engine
+    /// raises for a value it rejects).
+    fn tensor(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        let key = self.key.bind(py).to_cow()?;
+        if let Some(tensor) = self.as_is(&key, value)? {
+            return Ok(tensor);
+        }
+        let converted = self.take.bind(py).call1((value,))?;
+        tensor_of(&key, self.dtype, &converted)
+    }
+
+    /// `value` as a tensor if it already is a numpy array of the input's (plain numeric) dtype
+    /// and of a shape the input takes; None otherwise.
+    fn as_is(&self, key: &str, value: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+        let Ok(array) = value.cast::<PyUntypedArray>() else {
+            return Ok(None);
+        };
+        let fits = self.shape.as_ref().is_none_or(|dims| {
+            dims.len() == array.ndim()
+                && dims
+                    .iter()
+                    .zip(array.shape())
+                    .all(|(&d, &n)| d < 0 || usize::try_from(d) == Ok(n))
+        });
+        let plain = !matches!(
+            self.dtype,
+            DType::Float16 | DType::BFloat16 | DType::Complex64 | DType::Complex128 | DType::String
+        );
+        if !fits
+            || !plain
+            || !array
+                .dtype()
+                .is_equiv_to(&dtype_descr(value.py(), self.dtype))
+        {
+            return Ok(None);
+        }
+        tensor_of(key, self.dtype, value).map(Some)
+    }
+}
+
+/// numpy's descriptor of a plain numeric dtype.
+fn dtype_descr(py: Python<'_>, of: DType) -> Bound<'_, numpy::PyArrayDescr> {
+    use numpy::dtype;
+    match of {
+        DType::Float64 => dtype::<f64>(py),
+        DType::Int8 => dtype::<i8>(py),
+        DType::Int16 => dtype::<i16>(py),
+        DType::Int32 => dtype::<i32>(py),
+        DType::Int64 => dtype::<i64>(py),
+        DType::UInt8 => dtype::<u8>(py),
+        DType::UInt16 => dtype::<u16>(py),
+        DType::UInt32 => dtype::<u32>(py),
+        DType::UInt64 => dtype::<u64>(py),
+        DType::Bool => dtype::<bool>(py),
+        _ => dtype::<f32>(py),
+    }
+}
+
 /// An output the Python side still reinterprets: its key and dtype.
 type Reinterpret = (Py<PyString>, &'static str);
 
@@ -230,37 +319,37 @@ type Reinterpret = (Py<PyString>, &'static str);
 struct SignatureRunner {
     model: Arc<Model>,
     name: String,
-    /// Key and dtype (numpy's name) of each input, in the signature's order (sorted by key).
-    inputs: Vec<(String, &'static str)>,
+    /// Each input, in the signature's order (sorted by key).
+    inputs: Vec<Input>,
     output_keys: Vec<Py<PyString>>,
 }
 
 #[pymethods]
 impl SignatureRunner {
-    /// Runs the signature on `arrays`, one per input in the signature's order, each already of
-    /// its input's dtype as [`to_tensor`] reads it, within `timeout` seconds. Returns the
-    /// outputs as `{key: array}` and `[(key, dtype)]` of those whose dtype the caller still
-    /// reinterprets (16-bit floats, complex numbers, strings; usually none).
-    #[pyo3(signature = (arrays, timeout=None))]
+    /// Runs the signature on `feeds` (a dict holding exactly the signature's input keys, which
+    /// the caller checked), within `timeout` seconds. Returns the outputs as `{key: array}` and
+    /// `[(key, dtype)]` of those whose dtype the caller still reinterprets (16-bit floats,
+    /// complex numbers, strings; usually none).
+    #[pyo3(signature = (feeds, timeout=None))]
     fn __call__<'py>(
         &self,
         py: Python<'py>,
-        arrays: Vec<Bound<'py, PyAny>>,
+        feeds: &Bound<'py, PyDict>,
         timeout: Option<f64>,
     ) -> PyResult<(Bound<'py, PyDict>, Vec<Reinterpret>)> {
-        if arrays.len() != self.inputs.len() {
-            return Err(feed_error(format!(
-                "signature {:?} takes {} inputs, got {}",
-                self.name,
-                self.inputs.len(),
-                arrays.len()
-            )));
-        }
         let inputs = self
             .inputs
             .iter()
-            .zip(&arrays)
-            .map(|((key, dtype), value)| to_tensor(key, dtype, value))
+            .map(|input| {
+                let key = input.key.bind(py);
+                match feeds.get_item(key)? {
+                    Some(value) => input.tensor(py, &value),
+                    None => Err(feed_error(format!(
+                        "signature {:?}: no feed for input {key}",
+                        self.name
+                    ))),
+                }
+            })
             .collect::<PyResult<Vec<_>>>()?;
         let options = RunOptions {
             deadline: deadline_after(timeout),
@@ -298,15 +387,20 @@ fn deadline_after(timeout: Option<f64>) -> Option<Instant> {
         .map(|t| Instant::now() + Duration::from_secs_f64(t))
 }
 
-/// A contiguous numpy array of element type `T` as a tensor (one copy into the core's buffer).
+/// A numpy array of element type `T`, its elements in row-major order (one copy into the
+/// core's buffer; the copy is made while this thread holds the GIL, so no borrow of the array
+/// needs tracking).
 fn array_values<T: NpElement + Copy>(key: &str, value: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
-    let array: PyReadonlyArrayDyn<'_, T> = value
-        .extract()
+    let array = value
+        .cast::<PyArrayDyn<T>>()
         .map_err(|_| feed_error(format!("input {key:?}: not an array of the expected dtype")))?;
-    Ok(match array.as_slice() {
-        Ok(slice) => slice.to_vec(),
-        Err(_) => array.as_array().iter().copied().collect(),
-    })
+    if array.is_c_contiguous() {
+        if let Ok(values) = array.to_vec() {
+            return Ok(values);
+        }
+    }
+    // Any other layout (Fortran order, strided views): element by element, in logical order.
+    Ok(array.to_owned_array().iter().copied().collect())
 }
 
 fn array_shape(value: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -317,35 +411,46 @@ fn array_shape(value: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 /// The tensor a feed describes; `dtype` is numpy's name (float16/bfloat16 arrive as uint16
 /// bit patterns, complex as (real, imaginary) float pairs, strings as a flat list of bytes).
 fn to_tensor(key: &str, dtype: &str, value: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    if dtype == "string" {
+    match DTYPES.iter().find(|d| d.name() == dtype) {
+        Some(&d) => tensor_of(key, d, value),
+        None => Err(feed_error(format!("input {key:?}: unknown dtype {dtype}"))),
+    }
+}
+
+/// The tensor of `dtype` a feed describes (see [`to_tensor`]).
+fn tensor_of(key: &str, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    if dtype == DType::String {
         let (shape, items): (Vec<usize>, Vec<Vec<u8>>) = value.extract()?;
         return Tensor::new(shape, Storage::String(items))
             .ok_or_else(|| feed_error(format!("input {key:?}: shape does not match its strings")));
     }
     let mut shape = array_shape(value)?;
     let storage = match dtype {
-        "float16" => Storage::Float16(array_values(key, value)?),
-        "bfloat16" => Storage::BFloat16(array_values(key, value)?),
-        "float32" => Storage::Float32(array_values(key, value)?),
-        "float64" => Storage::Float64(array_values(key, value)?),
-        "int8" => Storage::Int8(array_values(key, value)?),
-        "int16" => Storage::Int16(array_values(key, value)?),
-        "int32" => Storage::Int32(array_values(key, value)?),
-        "int64" => Storage::Int64(array_values(key, value)?),
-        "uint8" => Storage::UInt8(array_values(key, value)?),
-        "uint16" => Storage::UInt16(array_values(key, value)?),
-        "uint32" => Storage::UInt32(array_values(key, value)?),
-        "uint64" => Storage::UInt64(array_values(key, value)?),
-        "bool" => Storage::Bool(array_values(key, value)?),
-        "complex64" => {
+        DType::Float16 => Storage::Float16(array_values(key, value)?),
+        DType::BFloat16 => Storage::BFloat16(array_values(key, value)?),
+        DType::Float32 => Storage::Float32(array_values(key, value)?),
+        DType::Float64 => Storage::Float64(array_values(key, value)?),
+        DType::Int8 => Storage::Int8(array_values(key, value)?),
+        DType::Int16 => Storage::Int16(array_values(key, value)?),
+        DType::Int32 => Storage::Int32(array_values(key, value)?),
+        DType::Int64 => Storage::Int64(array_values(key, value)?),
+        DType::UInt8 => Storage::UInt8(array_values(key, value)?),
+        DType::UInt16 => Storage::UInt16(array_values(key, value)?),
+        DType::UInt32 => Storage::UInt32(array_values(key, value)?),
+        DType::UInt64 => Storage::UInt64(array_values(key, value)?),
+        DType::Bool => Storage::Bool(array_values(key, value)?),
+        DType::Complex64 => {
             shape.pop();
             Storage::Complex64(pairs(array_values::<f32>(key, value)?))
         }
-        "complex128" => {
+        DType::Complex128 => {
             shape.pop();
             Storage::Complex128(pairs(array_values::<f64>(key, value)?))
         }
-        other => return Err(feed_error(format!("input {key:?}: unknown dtype {other}"))),
+        other => {
+            let other = other.name();
+            return Err(feed_error(format!("input {key:?}: unknown dtype {other}")));
+        }
     };
     Tensor::new(shape, storage)
         .ok_or_else(|| feed_error(format!("input {key:?}: shape does not match its data")))

@@ -44,7 +44,7 @@ pub struct CallLink<'a> {
 impl<'a> RunContext<'a> {
     /// Runs library function `name` on `inputs` in a context one call deeper.
     pub fn call(&self, name: &str, inputs: &[Value]) -> KResult {
-        self.call_plan(name, || self.library.plan(name), inputs.to_vec())
+        self.call_plan(name, || self.library.plan(name), inputs)
     }
 
     /// Runs function `name`, whose plan `plan` supplies (a kernel's cached one, or the
@@ -54,7 +54,7 @@ impl<'a> RunContext<'a> {
         &self,
         name: &str,
         plan: impl FnOnce() -> KResult<Arc<Plan>>,
-        inputs: Vec<Value>,
+        inputs: &[Value],
     ) -> KResult {
         self.check_deadline(|| format!("call of function {name:?}"))?;
         let depth = self.calls.map_or(0, |c| c.depth);

@@ -4,6 +4,7 @@ pub mod attrs;
 pub mod context;
 pub mod frozen;
 pub mod fuse;
+pub mod fuse_lstm;
 pub mod graph;
 pub mod ir;
 pub mod kernel;

@@ -294,7 +294,7 @@ impl Model {
         ctx.profile = options.profile;
         let values = signature
             .plan
-            .run(&ctx, args)
+            .run(&ctx, &args)
             .map_err(|e| named(&signature.name, e))?;
         signature
             .outputs
@@ -628,7 +628,7 @@ impl Model {
             keep_stateful: false,
         };
         let plan = Plan::compile("graph", body, &request, &self.library)?;
-        plan.run(&self.context(), values)
+        plan.run(&self.context(), &values)
     }
 
     fn assets(&self) -> Result<Vec<(AssetFileDef, PathBuf)>> {

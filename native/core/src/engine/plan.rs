@@ -103,6 +103,7 @@ impl Plan {
         ir.skip_identities();
         ir.prune();
         crate::engine::pad_fold::fold_pads(&mut ir);
+        crate::engine::fuse_lstm::fuse_lstm_cells(&mut ir, library.registry());
         crate::engine::fuse::fuse(&mut ir, library.registry(), library.scaled_weights());
         ir.prune();
         let function = if body.place == "the graph" {
@@ -230,7 +231,7 @@ impl Plan {
     }
 
     /// Runs the steps in order on `args`; errors name this plan, the node and its op.
-    pub fn run(&self, ctx: &RunContext, args: Vec<Value>) -> KResult {
+    pub fn run(&self, ctx: &RunContext, args: &[Value]) -> KResult {
         if args.len() != self.num_args {
             return Err(fail(format!(
                 "{} takes {} inputs, got {}",
@@ -244,7 +245,7 @@ impl Plan {
         for step in &self.steps {
             inputs.clear();
             for &s in &step.inputs {
-                inputs.push(self.read(&args, &outs, s).map_err(|e| self.wrap(step, e))?);
+                inputs.push(self.read(args, &outs, s).map_err(|e| self.wrap(step, e))?);
             }
             let result = match ctx.profile {
                 None => step.kernel.run(ctx, &inputs),
@@ -261,7 +262,7 @@ impl Plan {
         }
         self.outputs
             .iter()
-            .map(|&s| self.read(&args, &outs, s))
+            .map(|&s| self.read(args, &outs, s))
             .collect()
     }
 

@@ -39,7 +39,7 @@ impl Callee {
         }
     }
 
-    fn call(&self, ctx: &RunContext, inputs: Vec<Value>) -> KResult {
+    fn call(&self, ctx: &RunContext, inputs: &[Value]) -> KResult {
         ctx.call_plan(&self.name, || self.plan(ctx), inputs)
     }
 
@@ -60,7 +60,7 @@ impl Callee {
 /// A node whose op is a library function's name.
 pub fn direct_call(function: &str) -> Box<dyn Kernel> {
     let callee = Callee::new(function);
-    boxed(move |ctx, inputs| callee.call(ctx, inputs.to_vec()))
+    boxed(move |ctx, inputs| callee.call(ctx, inputs))
 }
 
 fn call(node: &NodeSpec) -> Made {
@@ -76,7 +76,7 @@ fn if_op(node: &NodeSpec) -> Made {
         } else {
             &else_branch
         };
-        branch.call(ctx, inputs[1..].to_vec())
+        branch.call(ctx, &inputs[1..])
     }))
 }
 
@@ -106,7 +106,7 @@ fn case(node: &NodeSpec) -> Made {
             .ok()
             .filter(|&i| i < branches.len())
             .unwrap_or(branches.len() - 1);
-        branches[chosen].call(ctx, inputs[1..].to_vec())
+        branches[chosen].call(ctx, &inputs[1..])
     }))
 }
 
@@ -118,17 +118,17 @@ fn while_op(node: &NodeSpec) -> Made {
     }))
 }
 
-/// Runs `body` on the loop variables while `cond` holds; the body takes the variables over
-/// (no copy of the list per iteration), and the deadline is checked once per iteration.
+/// Runs `body` on the loop variables while `cond` holds; cond and body read the variables in
+/// place (no copy of them per iteration), and the deadline is checked once per iteration.
 fn run_while(ctx: &RunContext, cond: &Callee, body: &Callee, mut state: Vec<Value>) -> KResult {
     loop {
         ctx.check_deadline(|| format!("an iteration of the loop with body {:?}", body.name))?;
-        let verdict = cond.call(ctx, state.clone())?;
+        let verdict = cond.call(ctx, &state)?;
         if !truth(&verdict)? {
             return Ok(state);
         }
         let count = state.len();
-        let next = body.call(ctx, state)?;
+        let next = body.call(ctx, &state)?;
         if next.len() != count {
             return Err(fail(format!(
                 "loop body {:?} returned {} values for {count} loop variables",

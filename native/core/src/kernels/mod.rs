@@ -13,6 +13,7 @@ pub mod math;
 pub mod nn;
 pub mod parsing;
 pub mod random;
+pub mod rnn;
 pub mod state;
 pub mod strings;
 pub mod util;
@@ -34,6 +35,7 @@ pub fn registry() -> Arc<Registry> {
             parsing::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
+            rnn::register(&mut r);
             Arc::new(r)
         })
         .clone()

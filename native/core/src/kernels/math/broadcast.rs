@@ -18,7 +18,7 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, O: Send>(
     b_shape: &[usize],
     f: impl Fn(A, B) -> O + Sync + Send,
 ) -> KResult<(Vec<usize>, Vec<O>)> {
-    if a_shape == b_shape {
+    if same_shape(a_shape, b_shape) {
         return Ok((a_shape.to_vec(), zip(a, b, &f)));
     }
     let out = broadcast_shape(a_shape, b_shape)?;
@@ -39,6 +39,12 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, O: Send>(
         by_rows(a, a_shape, b, b_shape, &out, count, &f)
     };
     Ok((out, values))
+}
+
+/// Whether two shapes are equal, compared inline: the shapes are short, and for the scalars and
+/// small tensors of loop counters and recurrent cells a call of `memcmp` costs more than the op.
+fn same_shape(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Equal shapes: across threads when the work is large.
