@@ -388,7 +388,7 @@ fn check_swish(
         Value::Tensor(Arc::new(x.clone())),
         Value::Tensor(Arc::new(tensor(&[1], 2))),
     ];
-    let got = plan.run(&library.context(), args).unwrap();
+    let got = plan.run(&library.context(), &args).unwrap();
     let run = |n: &NodeDef, inputs: Vec<Tensor>| tensor_of(&run_node(n, inputs).unwrap()[0]);
     let t = || node("n", "Mul", &[], vec![("T", FLOAT)]);
     let b = run(&conv(op, 1, "SAME"), vec![x, w.clone()]);
