@@ -46,19 +46,20 @@ TensorFlow, here or in a subprocess."""
 
 
 REQUIRE_RAY = os.environ.get("SAVEDMODEL_REQUIRE_RAY") == "1"
-"""Set by .ci/run: the Ray batch tests (tests/test_ray_batch.py) fail instead of skipping when
-Ray is not installed."""
+"""Set by .ci/run: the Ray tests (tests/test_ray_batch.py, tests/test_ray_serve.py) fail instead
+of skipping when Ray is not installed."""
 
 
-def import_ray():
-    """Ray with Ray Data, at a test module's top: the module is skipped when Ray is not
-    installed (the optional `ray` extra), unless SAVEDMODEL_REQUIRE_RAY=1."""
+def import_ray(*modules: str):
+    """Ray with Ray Data (or with `modules`, e.g. "ray.serve"), at a test module's top: the
+    module is skipped when Ray is not installed (the optional `ray` and `ray-serve` extras),
+    unless SAVEDMODEL_REQUIRE_RAY=1."""
     try:
-        importlib.import_module("ray.data")
-        importlib.import_module("pyarrow")
+        for module in modules or ("ray.data", "pyarrow"):
+            importlib.import_module(module)
     except ImportError as err:
         if REQUIRE_RAY:
-            pytest.fail(f"SAVEDMODEL_REQUIRE_RAY=1 but Ray Data cannot be imported: {err}",
+            pytest.fail(f"SAVEDMODEL_REQUIRE_RAY=1 but Ray cannot be imported: {err}",
                         pytrace=False)
         pytest.skip(f"Ray is not installed (the `ray` extra): {err}", allow_module_level=True)
     return importlib.import_module("ray")
