@@ -3,6 +3,9 @@
 //! step, and that step gives what the graph's ops give run one by one (the unfused reference:
 //! each node through its own kernel).
 
+mod common;
+
+use common::node;
 use std::sync::Arc;
 
 use savedmodel_core::engine::context::FileAccess;
@@ -12,23 +15,10 @@ use savedmodel_core::engine::plan::{Plan, Request};
 use savedmodel_core::engine::{run_node, Value};
 use savedmodel_core::kernels::registry;
 use savedmodel_core::protos::attr_value::{ListValue, Value as A};
-use savedmodel_core::protos::{AttrValue, NodeDef, TensorProto};
+use savedmodel_core::protos::{NodeDef, TensorProto};
 use savedmodel_core::{DType, Tensor};
 
 const FLOAT: A = A::Type(1);
-
-fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, A)>) -> NodeDef {
-    NodeDef {
-        name: name.into(),
-        op: op.into(),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        attr: attrs
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), AttrValue { value: Some(v) }))
-            .collect(),
-        ..Default::default()
-    }
-}
 
 fn ints(values: &[i64]) -> A {
     A::List(Box::new(ListValue {

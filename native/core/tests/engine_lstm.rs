@@ -3,6 +3,9 @@
 //! ops give run one by one, its cell state still reaches every reader, and a cell whose
 //! intermediate result something else reads is left as it is.
 
+mod common;
+
+use common::node;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -13,24 +16,11 @@ use savedmodel_core::engine::plan::{Plan, Request};
 use savedmodel_core::engine::{run_node, Value};
 use savedmodel_core::kernels::registry;
 use savedmodel_core::protos::attr_value::Value as A;
-use savedmodel_core::protos::{AttrValue, NodeDef};
+use savedmodel_core::protos::NodeDef;
 use savedmodel_core::Tensor;
 
 const FLOAT: A = A::Type(1);
 const FEEDS: [&str; 6] = ["x", "w", "h", "u", "b", "c"];
-
-fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, A)>) -> NodeDef {
-    NodeDef {
-        name: name.into(),
-        op: op.into(),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        attr: attrs
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), AttrValue { value: Some(v) }))
-            .collect(),
-        ..Default::default()
-    }
-}
 
 fn float_op(name: &str, op: &str, inputs: &[&str]) -> NodeDef {
     node(name, op, inputs, vec![("T", FLOAT)])

@@ -3,6 +3,9 @@
 //! fused convolution with explicit padding and no Pad, and gives what the kernels give when
 //! run one node at a time on the materialized padded tensor.
 
+mod common;
+
+use common::node;
 use std::sync::Arc;
 
 use savedmodel_core::engine::context::FileAccess;
@@ -12,25 +15,12 @@ use savedmodel_core::engine::plan::{Plan, Request};
 use savedmodel_core::engine::{run_node, Value};
 use savedmodel_core::kernels::registry;
 use savedmodel_core::protos::attr_value::{ListValue, Value as A};
-use savedmodel_core::protos::{AttrValue, NodeDef, TensorProto};
+use savedmodel_core::protos::{NodeDef, TensorProto};
 use savedmodel_core::tensor_proto::shape_proto;
 use savedmodel_core::Tensor;
 
 const FLOAT: i32 = 1;
 const INT32: i32 = 3;
-
-fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, A)>) -> NodeDef {
-    NodeDef {
-        name: name.into(),
-        op: op.into(),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        attr: attrs
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), AttrValue { value: Some(v) }))
-            .collect(),
-        ..Default::default()
-    }
-}
 
 fn constant(name: &str, proto: TensorProto) -> NodeDef {
     let dtype = proto.dtype;

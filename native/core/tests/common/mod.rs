@@ -1,12 +1,29 @@
-//! Helpers shared by the integration tests: fixture paths, and a reader for the `.npz` files in
-//! which the fixtures record TensorFlow's values (numpy's uncompressed zip of `.npy` files).
+//! Helpers shared by the integration tests: fixture paths, a reader for the `.npz` files in
+//! which the fixtures record TensorFlow's values (numpy's uncompressed zip of `.npy` files), and
+//! NodeDefs for hand-built graphs.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use savedmodel_core::protos::attr_value::Value as A;
+use savedmodel_core::protos::{AttrValue, NodeDef};
 use savedmodel_core::{DType, Storage, Tensor};
+
+/// A NodeDef of a hand-built graph.
+pub fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, A)>) -> NodeDef {
+    NodeDef {
+        name: name.into(),
+        op: op.into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        attr: attrs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), AttrValue { value: Some(v) }))
+            .collect(),
+        ..Default::default()
+    }
+}
 
 /// The repository's `tests/data`.
 pub fn data_dir() -> PathBuf {
