@@ -234,15 +234,16 @@ BLOCK_TENSORFLOW = ("import sys; sys.modules['tensorflow'] = None; sys.argv[0] =
                     "from savedmodel.cli import main; main()")
 
 
-@pytest.mark.parametrize("args", [
-    ["show", SEEDS, "--all"], ["graph", SEEDS, "--expand"], ["ops", SEEDS], ["ckpt", SEEDS],
-    ["diff", SEEDS, SEEDS], ["run", SEEDS, "--signature-def", "sum_even", "--input-exprs", "items=[1, 2]"],
-    ["compare", SEEDS, "--signature-def", "sum_even"],
+@pytest.mark.parametrize("args, status", [
+    (["show", SEEDS, "--all"], 0), (["graph", SEEDS, "--expand"], 0), (["ops", SEEDS], 0),
+    (["ckpt", SEEDS], 0), (["diff", SEEDS, SEEDS], 0),
+    (["run", SEEDS, "--signature-def", "sum_even", "--input-exprs", "items=[1, 2]"], 0),
+    (["compare", SEEDS, "--signature-def", "sum_even"], 2),  # runs ours, but compared nothing
 ])
-def test_every_command_works_without_tensorflow(args):
+def test_every_command_works_without_tensorflow(args, status):
     done = subprocess.run([sys.executable, "-c", BLOCK_TENSORFLOW, *map(str, args)],
                           capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == status, done.stderr
     assert done.stdout.strip()
 
 
