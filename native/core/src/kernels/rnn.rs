@@ -2,8 +2,10 @@
 //! the plan optimizer (engine::fuse_lstm) rewrites the cell's fifteen ops into. Inputs
 //! `x, kernel, h, recurrent_kernel, bias, c, split_dim`; outputs `h', c'`:
 //!
-//!     z = BiasAdd(x·kernel + h·recurrent_kernel, bias);  i, f, g, o = Split(split_dim, z, 4)
-//!     c' = sigmoid(f)·c + sigmoid(i)·tanh(g);  h' = sigmoid(o)·tanh(c')
+//! ```text
+//! z = BiasAdd(x·kernel + h·recurrent_kernel, bias);  i, f, g, o = Split(split_dim, z, 4)
+//! c' = sigmoid(f)·c + sigmoid(i)·tanh(g);  h' = sigmoid(o)·tanh(c')
+//! ```
 //!
 //! Why: at batch 1 each of those ops costs more in the run loop (an output allocated, a step
 //! dispatched) than in arithmetic, and a recurrent layer runs them once per time step. The fast
