@@ -16,9 +16,13 @@ use crate::tensor::{Storage, Tensor};
 pub fn register(r: &mut Registry) {
     r.add("ArgMax", |s| arg_factory(s, true));
     r.add("ArgMin", |s| arg_factory(s, false));
-    r.add("Cumsum", |s| scan_factory(s, false));
-    r.add("Cumprod", |s| scan_factory(s, true));
-    r.add("CumulativeLogsumexp", logsumexp_factory);
+    r.add("Cumsum", |s| {
+        scan_factory(s, |x, how| scan_dispatch(x, how, false))
+    });
+    r.add("Cumprod", |s| {
+        scan_factory(s, |x, how| scan_dispatch(x, how, true))
+    });
+    r.add("CumulativeLogsumexp", |s| scan_factory(s, logsumexp_scan));
 }
 
 /// A non-negative axis from a 0-d tensor (unlike reductions, a 1-element vector is an error).
@@ -137,7 +141,12 @@ fn arg_index<T: PartialOrd + Copy>(x: &[T], n: usize, inner: usize, max: bool) -
     out
 }
 
-fn scan_factory(spec: &NodeSpec, product: bool) -> Result<Box<dyn crate::engine::Kernel>, String> {
+/// Cumsum, Cumprod and CumulativeLogsumexp: the same attrs and axis input; `values` scans the
+/// tensor's values of each dtype the op takes.
+fn scan_factory(
+    spec: &NodeSpec,
+    values: fn(&Tensor, &Scan) -> KResult<Storage>,
+) -> Result<Box<dyn crate::engine::Kernel>, String> {
     let exclusive = spec.attrs.bool_or("exclusive", false)?;
     let reverse = spec.attrs.bool_or("reverse", false)?;
     Ok(boxed(move |_ctx, inputs| {
@@ -150,37 +159,23 @@ fn scan_factory(spec: &NodeSpec, product: bool) -> Result<Box<dyn crate::engine:
             exclusive,
             reverse,
         };
-        let storage = scan_dispatch(&x, &how, product)?;
-        one(make(x.shape().to_vec(), storage)?)
+        one(make(x.shape().to_vec(), values(&x, &how)?)?)
     }))
 }
 
-fn logsumexp_factory(spec: &NodeSpec) -> Result<Box<dyn crate::engine::Kernel>, String> {
-    let exclusive = spec.attrs.bool_or("exclusive", false)?;
-    let reverse = spec.attrs.bool_or("reverse", false)?;
-    Ok(boxed(move |_ctx, inputs| {
-        let x = tensor_input(inputs, 0)?;
-        let axis = scalar_axis(tensor_input(inputs, 1)?.as_ref(), x.rank(), "scan axis")?;
-        let (n, inner) = around(x.shape(), axis);
-        let how = Scan {
-            n,
-            inner,
-            exclusive,
-            reverse,
-        };
-        let storage = match x.storage() {
-            Storage::Float32(v) => Storage::Float32(scan(v, &how, f32::NEG_INFINITY, log_add_exp)),
-            Storage::Float64(v) => Storage::Float64(scan(v, &how, f64::NEG_INFINITY, log_add_exp)),
-            Storage::Float16(_) | Storage::BFloat16(_) => {
-                let wide = half_to_f32(&x).ok_or_else(|| fail("internal: half"))?;
-                let out = scan(&wide, &how, f32::NEG_INFINITY, log_add_exp);
-                crate::kernels::util::f32_to_half(x.dtype(), &out)
-                    .ok_or_else(|| fail("internal: half"))?
-            }
-            _ => return Err(fail(format!("x must be a float tensor, got {}", x.dtype()))),
-        };
-        one(make(x.shape().to_vec(), storage)?)
-    }))
+/// CumulativeLogsumexp's values: float types only, half types through f32.
+fn logsumexp_scan(x: &Tensor, how: &Scan) -> KResult<Storage> {
+    Ok(match x.storage() {
+        Storage::Float32(v) => Storage::Float32(scan(v, how, f32::NEG_INFINITY, log_add_exp)),
+        Storage::Float64(v) => Storage::Float64(scan(v, how, f64::NEG_INFINITY, log_add_exp)),
+        Storage::Float16(_) | Storage::BFloat16(_) => {
+            let wide = half_to_f32(x).ok_or_else(|| fail("internal: half"))?;
+            let out = scan(&wide, how, f32::NEG_INFINITY, log_add_exp);
+            crate::kernels::util::f32_to_half(x.dtype(), &out)
+                .ok_or_else(|| fail("internal: half"))?
+        }
+        _ => return Err(fail(format!("x must be a float tensor, got {}", x.dtype()))),
+    })
 }
 
 /// log(exp(a) + exp(b)), exact for infinities (as numpy's logaddexp).
