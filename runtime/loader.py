@@ -45,8 +45,7 @@ from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, check_ref, compile_plan
 from savedmodel.runtime.protofiles import parse_message
 from savedmodel.runtime.resources import ResourceManager, Variable
-from savedmodel.runtime.saved_model_file import (TensorSpecInfo, find_meta_graph, read_saved_model,
-                                                 signature_functions)
+from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
 from savedmodel.runtime.structure import TensorSpec
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto, string_text
@@ -113,29 +112,32 @@ def _try_native(export_dir, tags, allow_file_access, output_dir, limits):
     if limits is not DEFAULT:
         return None, "custom limits apply to the numpy engine only"
     try:
-        return native.load_native(export_dir, tags, allow_file_access=allow_file_access,
-                                  output_dir=output_dir), ""
+        model = native.load_native(export_dir, tags, allow_file_access=allow_file_access,
+                                   output_dir=output_dir)
     except native.NativeUnsupportedError as err:
-        note = _unused_only(export_dir, tags, err)
-        return None, f"the native engine has no kernel for {', '.join(err.ops)}{note}"
+        return None, f"the native engine has no kernel for {', '.join(err.ops)}"
     except (SavedModelError, OSError) as err:
         return None, f"the native engine could not load it ({err})"
+    return _weigh_unavailable(model)
 
 
-def _unused_only(export_dir, tags, err) -> str:
-    """A note for the reason numpy runs a model when every op the native engine lacks is in
-    functions no signature calls: its loader compiles every function, the numpy engine only
-    what a call needs."""
-    try:
-        meta_graph = find_meta_graph(read_saved_model(Path(export_dir)), set(tags), str(export_dir))
-    except (SavedModelError, OSError):
-        return ""
-    used = signature_functions(meta_graph)
-    if any(function == "" or function in used for _, _, function in err.missing):
-        return ""
-    functions = sorted({function for _, _, function in err.missing})
-    return (f" (needed only by functions no signature calls: {', '.join(functions)}; the native "
-            "engine compiles every function when it loads a model)")
+def _weigh_unavailable(model):
+    """`model`, unless an object-graph function needs an op that only the numpy engine has:
+    then None, so that every method the numpy engine could run stays callable. Ops neither
+    engine has do not decide, and the reason names the functions they leave uncallable."""
+    from savedmodel.runtime.registry import is_supported
+    unavailable = model.unavailable
+    if not unavailable:
+        return model, ""
+    ops = sorted({op for uses in unavailable.values() for op, _, _ in uses})
+    functions = ", ".join(unavailable)
+    numpy_has = [op for op in ops if is_supported(op)]
+    if numpy_has:
+        return None, (f"the native engine has no kernel for {', '.join(numpy_has)}, needed by "
+                      f"functions no signature calls ({functions})")
+    model.engine_reason += (f"; functions {functions} need {', '.join(ops)}, which neither engine "
+                            "has, and cannot be called")
+    return model, ""
 
 
 class Model:

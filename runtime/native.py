@@ -125,6 +125,13 @@ class NativeModel:
                                       for name, method, inputs, outputs in inner.signatures()})
         self.engine_reason = "the native engine has a kernel for every op the signatures need"
 
+    @functools.cached_property
+    def unavailable(self) -> dict[str, list[tuple[str, str, str]]]:
+        """The object graph's concrete functions that need ops without a native kernel, each
+        with those ops' uses `(op, node, function)`: no signature needs them, so the model
+        loads, and calling one raises NativeUnsupportedError."""
+        return {name: [tuple(use) for use in uses] for name, uses in self._inner.unavailable()}
+
     @property
     def variables(self) -> dict[str, np.ndarray]:
         """Current value of every variable: by object-graph path in TensorFlow 2 models, by

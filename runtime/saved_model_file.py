@@ -126,37 +126,9 @@ def needed_nodes(by_name: dict, roots: list[str]) -> set[str]:
     return needed
 
 
-def signature_functions(meta_graph: meta_graph_pb2.MetaGraphDef) -> set[str]:
-    """The library functions that some signature (the init op's included) may call: those the
-    graph nodes its tensors depend on name (as op types or in func attrs), and theirs in turn.
-    The rest (a Keras `adapt_step`, a training step) only the object graph's methods call."""
-    by_name = {node.name: node for node in meta_graph.graph_def.node}
-    roots = [name.split(":")[0] for sig in meta_graph.signature_def.values()
-             for info in (*sig.inputs.values(), *sig.outputs.values()) for name in _tensor_names(info)]
-    library = {f.signature.name: f for f in meta_graph.graph_def.library.function}
-    found: set[str] = set()
-    pending = [name for node in needed_nodes(by_name, roots) for name in _called(by_name[node], library)]
-    while pending:
-        name = pending.pop()
-        if name not in found:
-            found.add(name)
-            pending += [callee for node in library[name].node_def for callee in _called(node, library)]
-    return found
-
-
 def _tensor_names(info: meta_graph_pb2.TensorInfo) -> list[str]:
     """The tensors a signature input or output stands for (a composite one's components)."""
     coo = info.coo_sparse
     return [name for name in (info.name, coo.indices_tensor_name, coo.values_tensor_name,
                               coo.dense_shape_tensor_name,
                               *(c.name for c in info.composite_tensor.components)) if name]
-
-
-def _called(node, library: dict) -> list[str]:
-    """The library functions a NodeDef calls: its op, and the functions its attrs name."""
-    names = [node.op] if node.op in library else []
-    for value in node.attr.values():
-        if value.HasField("func"):
-            names.append(value.func.name)
-        names += [f.name for f in value.list.func]
-    return [name for name in names if name in library]

@@ -144,6 +144,22 @@ impl NativeModel {
         Some(PyBytes::new(py, &self.model.object_graph_bytes()?))
     }
 
+    /// The object graph's concrete functions that need ops without a native kernel, as
+    /// `(function, [(op, node, function)])`: the model loaded, calling one of them fails.
+    fn unavailable(&self) -> Vec<(String, Vec<(String, String, String)>)> {
+        self.model
+            .unavailable()
+            .iter()
+            .map(|(name, missing)| {
+                let uses = missing
+                    .iter()
+                    .map(|m| (m.op.clone(), m.node.clone(), m.function.clone()))
+                    .collect();
+                (name.clone(), uses)
+            })
+            .collect()
+    }
+
     /// Every signature as `(name, method_name, inputs, outputs)`, specs sorted by key.
     fn signatures(&self) -> Vec<(String, String, Vec<SpecTuple>, Vec<SpecTuple>)> {
         self.model

@@ -94,6 +94,9 @@ pub struct Model {
     resources_by_node: std::sync::Mutex<HashMap<usize, Value>>,
     /// The model's copy of each asset file, in `asset_file_def` order.
     asset_paths: Vec<PathBuf>,
+    /// Object-graph concrete functions that need ops without a native kernel, with those ops:
+    /// the model loads (no signature needs them) and calling one is an `UnsupportedOps` error.
+    unavailable: BTreeMap<String, Vec<MissingOp>>,
 }
 
 impl Model {
@@ -150,11 +153,16 @@ impl Model {
             variables_by_node: HashMap::new(),
             resources_by_node: Default::default(),
             asset_paths: Vec::new(),
+            unavailable: BTreeMap::new(),
         };
         let body = graph_body(&graph.node, model.library.op_defs())
             .map_err(|detail| Error::Graph { detail })?;
-        let reached = model.signature_nodes(&body)?;
-        model.check_ops(&reached)?;
+        let mut reached = model.signature_nodes(&body)?;
+        if let Some(missing) = model.missing_ops(&reached) {
+            return Err(Error::UnsupportedOps { missing });
+        }
+        reached.extend(model.object_function_nodes());
+        model.unavailable = model.unavailable_functions();
         let assets = model.assets()?;
         model.asset_paths = assets.iter().map(|(_, path)| path.clone()).collect();
         model.restore_variables(&body)?;
@@ -355,6 +363,11 @@ impl Model {
         args: Vec<Tensor>,
         deadline: Option<std::time::Instant>,
     ) -> Result<Vec<Arc<Tensor>>> {
+        if let Some(missing) = self.unavailable.get(name) {
+            return Err(Error::UnsupportedOps {
+                missing: missing.clone(),
+            });
+        }
         let objects = self.meta_graph.object_graph_def.as_ref();
         let concrete = objects
             .and_then(|o| o.concrete_functions.get(name))
@@ -497,8 +510,7 @@ impl Model {
     }
 
     /// The ops the signatures reach: top-level nodes they need, and every node of the functions
-    /// those call (and of the object graph's functions, which callers may run too), each with
-    /// its function ("" for the top level).
+    /// those call, each with its function ("" for the top level).
     fn signature_nodes<'m>(&'m self, body: &'m Body) -> Result<Vec<(String, String, String)>> {
         let mut reached = Vec::new();
         let mut roots: Vec<String> = Vec::new();
@@ -536,13 +548,54 @@ impl Model {
                 }
             }
         }
-        if let Some(objects) = &self.meta_graph.object_graph_def {
-            roots.extend(objects.concrete_functions.keys().cloned());
-        }
-        for (function, node) in self.library.reachable_nodes(&roots) {
-            reached.push((node.op.clone(), node.name.clone(), function.to_string()));
-        }
+        reached.extend(self.function_nodes(&roots));
         Ok(reached)
+    }
+
+    /// `(op, node, function)` of every node in `roots` and the functions they call.
+    fn function_nodes(&self, roots: &[String]) -> Vec<(String, String, String)> {
+        self.library
+            .reachable_nodes(roots)
+            .into_iter()
+            .map(|(function, node)| (node.op.clone(), node.name.clone(), function.to_string()))
+            .collect()
+    }
+
+    /// The object graph's concrete functions, sorted by name.
+    fn object_functions(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .meta_graph
+            .object_graph_def
+            .iter()
+            .flat_map(|o| o.concrete_functions.keys().cloned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The nodes of the object graph's functions (and what they call).
+    fn object_function_nodes(&self) -> Vec<(String, String, String)> {
+        self.function_nodes(&self.object_functions())
+    }
+
+    /// Each object-graph function that reaches an op without a native kernel, with those ops.
+    fn unavailable_functions(&self) -> BTreeMap<String, Vec<MissingOp>> {
+        if self.missing_ops(&self.object_function_nodes()).is_none() {
+            return BTreeMap::new();
+        }
+        self.object_functions()
+            .into_iter()
+            .filter_map(|name| {
+                let nodes = self.function_nodes(std::slice::from_ref(&name));
+                self.missing_ops(&nodes).map(|missing| (name, missing))
+            })
+            .collect()
+    }
+
+    /// The object-graph functions that need ops without a native kernel, with those ops (use
+    /// of each, sorted): calling one is an `UnsupportedOps` error.
+    pub fn unavailable(&self) -> &BTreeMap<String, Vec<MissingOp>> {
+        &self.unavailable
     }
 
     /// Whether tensor `src` (written `text`) is an output the graph's node has.
@@ -565,8 +618,8 @@ impl Model {
         }
     }
 
-    /// An error listing every op the signatures reach that has no kernel.
-    fn check_ops(&self, reached: &[(String, String, String)]) -> Result<()> {
+    /// Every use, among `reached`, of an op that has no kernel; None when there is none.
+    fn missing_ops(&self, reached: &[(String, String, String)]) -> Option<Vec<MissingOp>> {
         let mut missing: Vec<MissingOp> = reached
             .iter()
             .filter(|(op, _, _)| {
@@ -579,11 +632,11 @@ impl Model {
             })
             .collect();
         if missing.is_empty() {
-            return Ok(());
+            return None;
         }
         missing.sort();
         missing.dedup();
-        Err(Error::UnsupportedOps { missing })
+        Some(missing)
     }
 
     /// Whether any op the signatures or object-graph functions reach can assign a variable;
