@@ -13,7 +13,7 @@ import click
 
 from savedmodel.cli.completion import complete_signatures
 from savedmodel.cli.errors import reports_errors
-from savedmodel.runtime.loader import ENGINES
+from savedmodel.runtime.engines import ENGINES
 
 
 @click.command()

@@ -10,7 +10,7 @@ from savedmodel.benchmark import BenchReport, bench as run_bench
 from savedmodel.cli.completion import complete_signatures, complete_tag_sets
 from savedmodel.cli.errors import reports_errors
 from savedmodel.cli.progress import progress_option
-from savedmodel.runtime.loader import ENGINES
+from savedmodel.runtime.engines import ENGINES
 
 SCHEMA = "savedmodel.bench/1"
 

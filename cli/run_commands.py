@@ -19,7 +19,7 @@ from savedmodel.input_specs import InputSpecError, load_npz, parse_input_exprs, 
 from savedmodel.node_compare import compare_nodes, engine_run, tensorflow_run
 from savedmodel.progress import bar, note
 from savedmodel.runtime import Limits, load, time_limit
-from savedmodel.runtime.loader import ENGINES
+from savedmodel.runtime.engines import ENGINES
 from savedmodel.runtime.atomic_files import write_file
 
 _DIR = click.Path(path_type=Path)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from savedmodel.cli.errors import reports_errors
-from savedmodel.runtime.loader import ENGINES
+from savedmodel.runtime.engines import ENGINES
 
 
 def _flag(name: str, **kwargs):

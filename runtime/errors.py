@@ -20,3 +20,22 @@ class FileFormatError(SavedModelError, ValueError):
 
 class KernelError(SavedModelError, ValueError):
     """A kernel rejected its inputs (TensorFlow's InvalidArgument at run time)."""
+
+
+class GraphError(SavedModelError, ValueError):
+    """A graph that cannot be compiled: dangling references, cycles, unfed placeholders."""
+
+
+class NodeError(SavedModelError):
+    """A kernel failed while running a node."""
+
+
+class FileAccessError(SavedModelError):
+    """A model tried to read or write a file outside the folders it may use."""
+
+
+class UnknownSignatureError(SavedModelError, KeyError):
+    """A signature name the model does not have; the message lists those it has."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])

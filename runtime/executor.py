@@ -15,14 +15,10 @@ import numpy as np
 
 from savedmodel.runtime import deadline
 from savedmodel.runtime.deadline import DeadlineExceededError
-from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.errors import NodeError, SavedModelError
 from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, FileAccessError
 from savedmodel.runtime.plan import LoopBody, NestingError, Plan, too_deep_for_python
 from savedmodel.runtime.straight_line import failed_step
-
-
-class NodeError(SavedModelError):
-    """A kernel failed while running a node."""
 
 
 LIMIT_ERRORS = (DeadlineExceededError, FileAccessError)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from savedmodel.protos import meta_graph_pb2
-from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.errors import FileAccessError
 from savedmodel.runtime.saved_model_file import needed_nodes
 
 OPT_OUT = "load the model with allow_file_access=True (command line: --allow-file-access)"
@@ -38,10 +38,6 @@ FILE_SYSTEM_OPS = frozenset({
 """TensorFlow ops that read, write or delete files by a path given at run time (what `show
 --all` lists): those the runtime has kernels for are confined by `FileAccess`, the others are
 refused as unsupported ops."""
-
-
-class FileAccessError(SavedModelError):
-    """A model tried to read or write a file outside the folders it may use."""
 
 
 @dataclass(frozen=True)

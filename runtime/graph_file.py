@@ -56,9 +56,8 @@ def load_graph(path: str | Path, inputs: Iterable[str] | None = None, outputs: I
     docstring for its inputs and outputs). `engine` as for `runtime.load`: "auto" runs it on
     the native engine when that has every op it needs and reads the file (a binary GraphDef
     with the default signature), on the numpy engine otherwise."""
-    from savedmodel.runtime import loader, native  # the loader builds on this module
-    if engine not in loader.ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(loader.ENGINES)}; got {engine!r}")
+    from savedmodel.runtime import engines, native  # both build on this module
+    engines.check_engine(engine)
     path = Path(path)
     native_can = inputs is None and outputs is None and path.suffix not in TEXT_SUFFIXES
     if engine == "native":
@@ -69,13 +68,14 @@ def load_graph(path: str | Path, inputs: Iterable[str] | None = None, outputs: I
     if engine == "auto" and not native_can:
         reason = "the native engine reads binary GraphDef files with their default signature only"
     elif engine == "auto":
-        model, reason = loader._try_native(path, (), allow_file_access, output_dir, limits)
+        model, reason = engines.try_native(path, (), allow_file_access, output_dir, limits)
         if model is not None:
-            loader.log.info("%s: native engine: %s", path, model.engine_reason)
+            engines.log.info("%s: native engine: %s", path, model.engine_reason)
             return model
-    loader.log.info("%s: numpy engine: %s", path, reason)
+    engines.log.info("%s: numpy engine: %s", path, reason)
+    from savedmodel.runtime.loader import Model
     meta_graph = graph_meta_graph(read_graph(path, limits), str(path), inputs, outputs)
-    model = loader.Model(path.parent, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
+    model = Model(path.parent, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
                          limits=limits)
     model.export_dir = path
     model.engine_reason = reason

@@ -24,10 +24,8 @@ checkpoint through their saved restore functions before the init op runs.
 from __future__ import annotations
 
 import collections
-import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
@@ -42,11 +40,14 @@ from savedmodel.runtime.feeds import FeedError, to_input
 from savedmodel.runtime.file_access import UNRESTRICTED, FileAccess, FileAccessError, asset_path, model_file
 from savedmodel.runtime.library import FunctionLibrary
 from savedmodel.runtime.limits import DEFAULT, Limits
+from savedmodel.runtime.object_graph import (ConcreteFunction, RestoredFunction, check_object_graph, object_paths,
+                                           restored_functions)
 from savedmodel.runtime.plan import GraphError, GraphNode, GraphSpec, Plan, Ref, check_ref, compile_plan
 from savedmodel.runtime.protofiles import parse_message
 from savedmodel.runtime.resources import ResourceManager, Variable
-from savedmodel.runtime.saved_model_file import TensorSpecInfo, find_meta_graph, read_saved_model
-from savedmodel.runtime.structure import TensorSpec
+from savedmodel.runtime.saved_model_file import find_meta_graph, read_saved_model
+from savedmodel.runtime.signatures import Signatures
+from savedmodel.runtime.specs import TensorSpecInfo
 from savedmodel.runtime.tensor_bundle import OBJECT_GRAPH_KEY, BundleReader, index_path
 from savedmodel.runtime.tensor_proto import shape_from_proto, string_text
 
@@ -62,82 +63,17 @@ ASSETS_COLLECTION = "saved_model_assets"
 VARIABLE_VALUE = "VARIABLE_VALUE"
 
 
-ENGINES = ("auto", "native", "numpy")
-"""What `load(engine=...)` accepts: "native" (the Rust engine, runtime.native), "numpy" (this
-module's reference engine), or "auto": native when it has a kernel for every op the signatures
-need, numpy otherwise."""
-
-log = logging.getLogger("savedmodel.runtime")
-
-
-def load(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file_access: bool = False,
-         output_dir: str | Path | None = None, limits: Limits = DEFAULT, engine: str = "auto"):
-    """Load the MetaGraphDef of `export_dir` tagged exactly `tags`.
-
-    The model's file-system ops may read inside `export_dir` and `output_dir` and write inside
-    `output_dir` only; `allow_file_access=True` lets them (and assets) use any file, as
-    TensorFlow does. `limits` bounds what its files may make the numpy engine read, allocate or
-    nest (see runtime.limits). `engine` picks the engine (see ENGINES); the model's `engine`
-    attribute says which one runs it and `engine_reason` why, which "auto" also logs. A GraphDef
-    file (`.pb`, `.pbtxt`) loads as `runtime.graph_file.load_graph` loads it."""
-    from savedmodel.runtime import native  # native builds on this module's classes
-    from savedmodel.runtime.graph_file import is_graph_file, load_graph
-    if is_graph_file(export_dir):
-        return load_graph(export_dir, engine=engine, allow_file_access=allow_file_access,
-                          output_dir=output_dir, limits=limits)
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
-    reason = "engine='numpy' was asked for"
-    if engine == "native":
-        return native.load_native(export_dir, tags, allow_file_access=allow_file_access, output_dir=output_dir)
-    if engine == "auto":
-        model, reason = _try_native(export_dir, tags, allow_file_access, output_dir, limits)
-        if model is not None:
-            log.info("%s: native engine: %s", export_dir, model.engine_reason)
-            return model
-        log.info("%s: numpy engine: %s", export_dir, reason)
+def load_numpy(export_dir: str | Path, tags: Iterable[str] = ("serve",), *, allow_file_access: bool = False,
+               output_dir: str | Path | None = None, limits: Limits = DEFAULT,
+               reason: str = "engine='numpy' was asked for") -> Model:
+    """The MetaGraphDef of `export_dir` tagged exactly `tags` on the numpy engine (what
+    `runtime.load(..., engine="numpy")` does); `reason` becomes its `engine_reason`."""
     export_dir = Path(export_dir)
     meta_graph = find_meta_graph(read_saved_model(export_dir, limits), set(tags), str(export_dir))
     model = Model(export_dir, meta_graph, allow_file_access=allow_file_access, output_dir=output_dir,
                   limits=limits)
     model.engine_reason = reason
     return model
-
-
-def _try_native(export_dir, tags, allow_file_access, output_dir, limits):
-    """The model on the native engine, or None and why not."""
-    from savedmodel.runtime import native
-    if not native.available():
-        return None, "the native engine is not built in this installation"
-    if limits is not DEFAULT:
-        return None, "custom limits apply to the numpy engine only"
-    try:
-        model = native.load_native(export_dir, tags, allow_file_access=allow_file_access,
-                                   output_dir=output_dir)
-    except native.NativeUnsupportedError as err:
-        return None, f"the native engine has no kernel for {', '.join(err.ops)}"
-    except (SavedModelError, OSError) as err:
-        return None, f"the native engine could not load it ({err})"
-    return _weigh_unavailable(model)
-
-
-def _weigh_unavailable(model):
-    """`model`, unless an object-graph function needs an op that only the numpy engine has:
-    then None, so that every method the numpy engine could run stays callable. Ops neither
-    engine has do not decide, and the reason names the functions they leave uncallable."""
-    from savedmodel.runtime.registry import is_supported
-    unavailable = model.unavailable
-    if not unavailable:
-        return model, ""
-    ops = sorted({op for uses in unavailable.values() for op, _, _ in uses})
-    functions = ", ".join(unavailable)
-    numpy_has = [op for op in ops if is_supported(op)]
-    if numpy_has:
-        return None, (f"the native engine has no kernel for {', '.join(numpy_has)}, needed by "
-                      f"functions no signature calls ({functions})")
-    model.engine_reason += (f"; functions {functions} need {', '.join(ops)}, which neither engine "
-                            "has, and cannot be called")
-    return model, ""
 
 
 class Model:
@@ -153,7 +89,7 @@ class Model:
         self.export_dir = export_dir
         self._meta_graph = meta_graph
         self._limits = limits
-        _check_object_graph(meta_graph.object_graph_def, str(export_dir))
+        check_object_graph(meta_graph.object_graph_def, str(export_dir))
         op_defs = {op.name: op for op in meta_graph.meta_info_def.stripped_op_list.op}
         self._library = FunctionLibrary(meta_graph.graph_def.library, op_defs, limits)
         self._context = Context(self._library, ResourceManager(), file_access=UNRESTRICTED if allow_file_access
@@ -178,6 +114,11 @@ class Model:
     # What the authoring side's `sm.saved_model.load` builds its object tree on.
 
     @property
+    def _object_graph(self):
+        """The SavedObjectGraph, as runtime.object_graph reads it from either engine's model."""
+        return self._meta_graph.object_graph_def
+
+    @property
     def meta_graph(self) -> meta_graph_pb2.MetaGraphDef:
         return self._meta_graph
 
@@ -195,7 +136,7 @@ class Model:
 
     def object_paths(self) -> dict[int, str]:
         """The dotted path of every object reachable from the root (the root has none)."""
-        return _object_paths(self._meta_graph.object_graph_def.nodes)
+        return object_paths(self._meta_graph.object_graph_def.nodes)
 
     def resource_variables(self) -> dict[str, Variable]:
         """Every variable the top-level graph's ops created or were bound to, by shared name."""
@@ -240,7 +181,7 @@ class Model:
                                          trackable_object_graph_pb2.TrackableObjectGraph,
                                          f"{index_path(prefix)}: {OBJECT_GRAPH_KEY}")
         nodes = self._meta_graph.object_graph_def.nodes
-        paths = _object_paths(nodes)
+        paths = object_paths(nodes)
         variables = {}
         count = sum(node.HasField("variable") for node in nodes)
         with progress.task("restoring variables", count, "variables") as advance:
@@ -363,7 +304,7 @@ class Model:
         for node_id, node in enumerate(nodes):
             if node.HasField("asset"):
                 by_index[node.asset.asset_file_def_index].append(node_id)
-        paths = _object_paths(nodes) if by_index else {}
+        paths = object_paths(nodes) if by_index else {}
         return {index: ", asset object " + ", ".join(paths.get(n, f"object {n}") for n in node_ids)
                 for index, node_ids in by_index.items()}
 
@@ -391,7 +332,7 @@ class Model:
         return feeds
 
     def _restored_functions(self) -> dict[str, RestoredFunction]:
-        return restored_functions(self, _ConcreteFunction)
+        return restored_functions(self, ConcreteFunction)
 
     def _capture(self, node_id: int, where: str):
         variable = self._variables_by_node.get(node_id)
@@ -437,18 +378,6 @@ class Model:
 _NAMED_BY_SIGNATURE = (GraphError, NodeError, DeadlineExceededError, FileAccessError)
 """Errors of planning and running the graph, which name the node but not the signature that
 ran it (each class takes its message alone)."""
-
-
-class UnknownSignatureError(SavedModelError, KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class Signatures(dict):
-    """Signatures by name; an unknown name is an error listing the available ones."""
-
-    def __missing__(self, key):
-        raise UnknownSignatureError(f"no signature {key!r}; available: {', '.join(self) or 'none'}")
 
 
 class Signature:
@@ -547,117 +476,6 @@ def _input_dtype(signature: str, key: str, spec: TensorSpecInfo):
                               f"{spec.dtype}, which is not a DataType the runtime knows") from None
 
 
-def restored_functions(model, concrete_class: type) -> dict[str, RestoredFunction]:
-    """The object graph's methods by dotted path; `concrete_class` runs their concrete
-    functions on the model's engine (its `_meta_graph` holds the object graph)."""
-    objects = model._meta_graph.object_graph_def
-    functions = {}
-    for node_id, path in _object_paths(objects.nodes).items():
-        node = objects.nodes[node_id]
-        if node.HasField("function") and node.function.concrete_functions:
-            functions[path] = RestoredFunction(path, [concrete_class(model, name) for name in
-                                                      node.function.concrete_functions])
-    return functions
-
-
-class RestoredFunction:
-    """A method of the saved object graph: dispatches a call to the first of its concrete
-    functions whose input signature accepts the arguments."""
-
-    def __init__(self, path: str, concrete: list):
-        self.path = path
-        self._concrete = concrete
-
-    def __call__(self, *args, **kwargs):
-        problems = []
-        for concrete in self._concrete:
-            try:
-                flat = concrete.bind(args, kwargs)
-            except FeedError as err:
-                problems.append(str(err))
-                continue
-            return concrete.call(flat)
-        raise FeedError(f"function {self.path!r}: no saved signature accepts these arguments: "
-                        + " | ".join(problems))
-
-    @property
-    def concrete_functions(self) -> list:
-        return list(self._concrete)
-
-
-class _ConcreteFunction:
-    def __init__(self, model: Model, name: str):
-        saved = model._meta_graph.object_graph_def.concrete_functions.get(name)
-        if saved is None:
-            raise FileFormatError(f"the object graph has no concrete function {name!r}")
-        self.name = name
-        self._model = model
-        where = f"concrete function {name!r}"
-        self.args, self.kwargs = _split_signature(structure.decode(saved.canonicalized_input_signature, where),
-                                                   where)
-        self.output_structure = structure.decode(saved.output_signature, where)
-        self._bound = list(saved.bound_inputs)
-        self._captures: list | None = None
-
-    def bind(self, args: tuple, kwargs: dict) -> list:
-        """The flat tensor inputs for a call, or FeedError if the arguments do not fit."""
-        if len(args) > len(self.args):
-            raise FeedError(f"{self.name}: takes {len(self.args)} positional arguments, got {len(args)}")
-        positional = list(args)
-        by_name = dict(kwargs)
-        for spec in self.args[len(args):]:
-            name = spec.name if isinstance(spec, TensorSpec) else None
-            if name not in by_name:
-                raise FeedError(f"{self.name}: missing argument {name or len(positional)!r}")
-            positional.append(by_name.pop(name))
-        for key in self.kwargs:
-            if key not in by_name:
-                raise FeedError(f"{self.name}: missing keyword argument {key!r}")
-        if set(by_name) - set(self.kwargs):
-            raise FeedError(f"{self.name}: unexpected arguments {sorted(set(by_name) - set(self.kwargs))}")
-        flat = []
-        _flatten_args(self.args, tuple(positional), flat, self.name)
-        _flatten_args(self.kwargs, {k: by_name[k] for k in self.kwargs}, flat, self.name)
-        return flat
-
-    def call(self, flat: list):
-        if self._captures is None:  # variables and constants keep their identity: resolve once
-            self._captures = [self._model._capture(node_id, self.name) for node_id in self._bound]
-        with np.errstate(all="ignore"):
-            outputs = self._model._context.call(self.name, flat + self._captures)
-        return structure.pack_tensors(self.output_structure, [np.asarray(o) for o in outputs],
-                                      f"concrete function {self.name!r}")
-
-
-def _split_signature(decoded, where: str) -> tuple[tuple, dict]:
-    if (isinstance(decoded, tuple) and len(decoded) == 2 and isinstance(decoded[0], (tuple, list))
-            and isinstance(decoded[1], dict)):
-        return tuple(decoded[0]), decoded[1]
-    raise FileFormatError(f"{where}: canonicalized_input_signature is not an (args, kwargs) pair")
-
-
-def _flatten_args(spec, value, out: list, where: str) -> None:
-    if isinstance(spec, TensorSpec):
-        out.append(to_input(value, spec.dtype, spec.shape, f"{where}: argument {spec.name!r}"))
-    elif isinstance(spec, structure.COMPOSITE_SPECS):
-        what = f"{where}: argument"
-        components = spec.unpack(value, what)
-        for component_spec, component in zip(spec.component_specs(), components):
-            out.append(to_input(component, component_spec.dtype, component_spec.shape, what))
-    elif isinstance(spec, dict):
-        if not isinstance(value, dict) or set(value) != set(spec):
-            raise FeedError(f"{where}: expected a dict with keys {sorted(spec)}")
-        for key in sorted(spec):
-            _flatten_args(spec[key], value[key], out, where)
-    elif isinstance(spec, (list, tuple)):
-        if not isinstance(value, (list, tuple)) or len(value) != len(spec):
-            raise FeedError(f"{where}: expected a sequence of {len(spec)} items")
-        for item_spec, item in zip(spec, value):
-            _flatten_args(item_spec, item, out, where)
-    elif spec != value:
-        raise FeedError(f"{where}: expected the Python value {spec!r}, got {value!r}")
-
-
 def _checkpoint_value(reader: BundleReader, graph, node_id: int, variable: Variable, prefix) -> np.ndarray:
     where = f"{index_path(prefix)}: variable {variable.name!r} (object {node_id})"
     value = reader.read(_attribute_key(graph, node_id, VARIABLE_VALUE, where))
@@ -676,52 +494,6 @@ def _attribute_key(graph, node_id: int, name: str, where: str) -> str:
     if not keys:
         raise FileFormatError(f"{where}: the checkpoint holds no value for it")
     return keys[0]
-
-
-SIGNATURE_MAP = "signature_map"
-"""The identifier of the object whose children are a model's signatures."""
-_FUNCTION_KINDS = frozenset({"function", "bare_concrete_function"})
-
-
-def _check_object_graph(graph, where: str) -> None:
-    """Every object id the object graph names must be one of its nodes (a negative id would
-    otherwise count from the end), and a signature map may hold only functions."""
-    nodes = graph.nodes
-    for node_id, node in enumerate(nodes):
-        for child in node.children:
-            if not 0 <= child.node_id < len(nodes):
-                _damaged(where, f"object {node_id} has child {child.local_name!r} = object "
-                                f"{child.node_id}, but there are {len(nodes)} objects")
-            kind = nodes[child.node_id].WhichOneof("kind")
-            if node.user_object.identifier == SIGNATURE_MAP and kind not in _FUNCTION_KINDS:
-                _damaged(where, f"signature {child.local_name!r} is object {child.node_id}, "
-                                f"a {kind}, not a function")
-    for name, function in graph.concrete_functions.items():
-        for node_id in function.bound_inputs:
-            if not 0 <= node_id < len(nodes):
-                _damaged(where, f"concrete function {name!r} captures object {node_id}, but "
-                                f"there are {len(nodes)} objects")
-
-
-def _damaged(where: str, what: str) -> NoReturn:
-    raise FileFormatError(f"{where}: the object graph is damaged: {what}")
-
-
-def _object_paths(nodes) -> dict[int, str]:
-    """Dotted path of every object reachable from the root (node 0), first path found wins.
-    Child ids are known to be in range (`_check_object_graph`)."""
-    paths: dict[int, str] = {}
-    queue = collections.deque([(0, "")] if len(nodes) else [])
-    seen = {0}
-    while queue:
-        node_id, path = queue.popleft()
-        if path:
-            paths[node_id] = path
-        for child in nodes[node_id].children:
-            if child.node_id not in seen:
-                seen.add(child.node_id)
-                queue.append((child.node_id, f"{path}.{child.local_name}" if path else child.local_name))
-    return paths
 
 
 def _path_tensor(path: Path) -> np.ndarray:

@@ -17,20 +17,17 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from savedmodel.protos import meta_graph_pb2, saved_object_graph_pb2
 from savedmodel.runtime import deadline, structure
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.deadline import current as _current_deadline
 from savedmodel.runtime.dtypes import from_name, from_numpy
-from savedmodel.runtime.errors import FileFormatError, SavedModelError
-from savedmodel.runtime.executor import NodeError
+from savedmodel.runtime.errors import (FileAccessError, FileFormatError, GraphError, NodeError, SavedModelError,
+                                       UnknownSignatureError)
 from savedmodel.runtime.feeds import FeedError, to_input
-from savedmodel.runtime.file_access import FileAccessError
-from savedmodel.runtime.loader import (Signatures, UnknownSignatureError, _check_object_graph, _ConcreteFunction,
-                                      restored_functions)
-from savedmodel.runtime.plan import GraphError
+from savedmodel.runtime.object_graph import ConcreteFunction, check_object_graph, restored_functions
 from savedmodel.runtime.registry import UnsupportedOpError
-from savedmodel.runtime.saved_model_file import TensorSpecInfo
+from savedmodel.runtime.signatures import Signatures
+from savedmodel.runtime.specs import TensorSpecInfo
 
 try:
     from savedmodel import _native
@@ -106,7 +103,7 @@ def load_native(export_dir: str | Path, tags=("serve",), *, allow_file_access: b
     model = NativeModel(path, inner, tuple(tags))
     # The object graph is checked, and every saved function's signature bound, at load, so
     # that a damaged one is a load error here as on the numpy engine.
-    _check_object_graph(model._meta_graph.object_graph_def, str(path))
+    check_object_graph(model._object_graph, str(path))
     _ = model.functions
     return model
 
@@ -139,20 +136,20 @@ class NativeModel:
         return {name: _from_native(dtype, value) for name, dtype, value in self._inner.variables()}
 
     @functools.cached_property
-    def _meta_graph(self):
-        """The MetaGraphDef's object graph, for the input and output structures of `functions`
-        (None for a frozen GraphDef). The engine hands it over serialized: parsing the whole
-        file again would hold a second copy of the graph in Python."""
+    def _object_graph(self):
+        """The SavedObjectGraph, for the input and output structures of `functions` (None for a
+        frozen GraphDef). The engine hands it over serialized: parsing the whole file again
+        would hold a second copy of the graph in Python."""
         if self._tags is None:
             return None
-        graph = saved_object_graph_pb2.SavedObjectGraph.FromString(self._inner.object_graph() or b"")
-        return meta_graph_pb2.MetaGraphDef(object_graph_def=graph)
+        from savedmodel.protos import saved_object_graph_pb2
+        return saved_object_graph_pb2.SavedObjectGraph.FromString(self._inner.object_graph() or b"")
 
     @functools.cached_property
     def functions(self) -> dict:
         """The object graph's methods by dotted path, as the numpy engine's Model has them;
         they run on the native engine and share its variables and tables."""
-        if self._meta_graph is None:
+        if self._object_graph is None:
             return {}
         return restored_functions(self, NativeConcreteFunction)
 
@@ -245,7 +242,7 @@ class NativeSignature:
         return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
 
 
-class NativeConcreteFunction(_ConcreteFunction):
+class NativeConcreteFunction(ConcreteFunction):
     """A concrete function of the object graph, bound as the numpy engine binds it (runtime.
     loader), run by the native engine."""
 

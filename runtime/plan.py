@@ -26,7 +26,7 @@ import numpy as np
 from savedmodel.protos import op_def_pb2
 from savedmodel.runtime import registry
 from savedmodel.runtime.attrs import decode_attrs
-from savedmodel.runtime.errors import SavedModelError
+from savedmodel.runtime.errors import GraphError
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.straight_line import Layout, PlanFunction, compile_plan_function
 
@@ -39,10 +39,6 @@ FRAME_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "Ref
 
 PASS_THROUGH_OPS = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"})
 """Ops whose outputs are their inputs: the plan reads their inputs instead of running them."""
-
-
-class GraphError(SavedModelError, ValueError):
-    """A graph that cannot be compiled: dangling references, cycles, unfed placeholders."""
 
 
 class NestingError(GraphError):

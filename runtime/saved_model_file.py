@@ -5,17 +5,16 @@ runtime's loader both start here, so errors about missing or damaged files read 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from google.protobuf import text_format
 
-from savedmodel.protos import meta_graph_pb2, saved_model_pb2, types_pb2
+from savedmodel.protos import meta_graph_pb2, saved_model_pb2
 from savedmodel.runtime.errors import FileFormatError
 from savedmodel.runtime.graph_file import as_saved_model, is_graph_file
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.protofiles import read_file, read_message
-from savedmodel.runtime.tensor_proto import shape_from_proto
+from savedmodel.runtime.specs import SignatureInfo, TensorSpecInfo
 
 SAVED_MODEL_PB = "saved_model.pb"
 SAVED_MODEL_PBTXT = "saved_model.pbtxt"
@@ -48,13 +47,6 @@ def read_saved_model(export_dir: str | Path, limits: Limits = DEFAULT) -> saved_
                           "not a SavedModel directory")
 
 
-def _enum_label(enum: int) -> str:
-    try:
-        return types_pb2.DataType.Name(enum)
-    except ValueError:
-        return f"DataType({enum})"
-
-
 def tag_set(meta_graph: meta_graph_pb2.MetaGraphDef) -> frozenset[str]:
     return frozenset(meta_graph.meta_info_def.tags)
 
@@ -72,36 +64,6 @@ def find_meta_graph(model: saved_model_pb2.SavedModel, tags: set[str] | frozense
 
 def format_tags(tags) -> str:
     return ",".join(sorted(tags))
-
-
-@dataclass(frozen=True)
-class TensorSpecInfo:
-    """One input or output of a signature as the SignatureDef declares it."""
-
-    key: str
-    dtype: str
-    shape: tuple[int | None, ...] | None
-    tensor_name: str
-    encoding: str = "name"
-
-    @classmethod
-    def from_proto(cls, key: str, info: meta_graph_pb2.TensorInfo) -> TensorSpecInfo:
-        encoding = info.WhichOneof("encoding") or "name"
-        if encoding == "coo_sparse":
-            name = info.coo_sparse.values_tensor_name
-        elif encoding == "composite_tensor":
-            name = "(composite)"
-        else:
-            name = info.name
-        return cls(key, _enum_label(info.dtype), shape_from_proto(info.tensor_shape), name, encoding)
-
-
-@dataclass(frozen=True)
-class SignatureInfo:
-    name: str
-    method_name: str
-    inputs: tuple[TensorSpecInfo, ...]
-    outputs: tuple[TensorSpecInfo, ...]
 
 
 def signatures(meta_graph: meta_graph_pb2.MetaGraphDef) -> list[SignatureInfo]:

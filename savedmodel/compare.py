@@ -14,7 +14,7 @@ from savedmodel.runtime import load
 from savedmodel.runtime.atomic_files import write_file
 from savedmodel.runtime.graph_file import SIGNATURE as GRAPH_SIGNATURE
 from savedmodel.runtime.graph_file import is_graph_file
-from savedmodel.runtime.loader import UnknownSignatureError
+from savedmodel.runtime.errors import UnknownSignatureError
 from savedmodel.runtime.saved_model_file import read_saved_model
 from savedmodel.runtime.limits import DEFAULT, Limits
 from savedmodel.runtime.dtypes import from_name

@@ -31,7 +31,8 @@ from savedmodel.runtime.graph_file import first_output_dtype
 from savedmodel.runtime.graph_file import graph_meta_graph, is_graph_file, read_graph
 from savedmodel.runtime.inline import simplify
 from savedmodel.runtime.library import FunctionLibrary
-from savedmodel.runtime.loader import UnknownSignatureError, graph_spec, parse_ref
+from savedmodel.runtime.errors import UnknownSignatureError
+from savedmodel.runtime.loader import graph_spec, parse_ref
 from savedmodel.runtime.plan import FRAME_OPS, GraphNode, GraphSpec, Ref, ordered_nodes
 from savedmodel.runtime.saved_model_file import find_meta_graph, read_saved_model
 

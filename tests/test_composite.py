@@ -18,7 +18,7 @@ from savedmodel.runtime import RaggedTensor, SparseTensor, load, native, registr
 from savedmodel.runtime.dtypes import from_name
 from savedmodel.runtime.errors import KernelError
 from savedmodel.runtime.feeds import FeedError
-from savedmodel.runtime.loader import _flatten_args
+from savedmodel.runtime.object_graph import flatten_args
 from test_runtime_corpus import assert_matches
 
 MODELS = DATA / "models"
@@ -95,7 +95,7 @@ def test_a_type_spec_the_runtime_cannot_pass_fails_only_when_called():
     spec = structure.decode(proto, "test")
     assert spec == structure.OtherTypeSpec("IteratorSpec", 1)
     with pytest.raises(FeedError, match="IteratorSpec values"):
-        _flatten_args(spec, object(), [], "adapt_step")
+        flatten_args(spec, object(), [], "adapt_step")
 
 
 def test_a_function_no_signature_needs_does_not_stop_loading():

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from conftest import DATA, EXTRA_MODELS, FROZEN_NUMPY_ONLY, NUMPY_ONLY, SAVEDMODELS
 from savedmodel.compare import random_feeds
 from savedmodel.runtime import load, native
+from savedmodel.runtime.errors import UnknownSignatureError
 from savedmodel.runtime.feeds import FeedError
-from savedmodel.runtime.loader import UnknownSignatureError
 from test_runtime_corpus import _feeds_and_expected, _signature_cases, assert_matches
 
 REQUIRED = os.environ.get("SAVEDMODEL_REQUIRE_NATIVE") == "1"
@@ -38,6 +38,25 @@ def test_the_native_engine_is_built():
     """CI sets SAVEDMODEL_REQUIRE_NATIVE=1: an install that silently fell back to numpy fails."""
     assert native.available()
     assert {"Conv2D", "MatMul", "While", "VarHandleOp"} <= set(native.ops())
+
+
+NUMPY_ENGINE_MODULES = ("savedmodel.runtime.loader", "savedmodel.runtime.executor", "savedmodel.runtime.plan",
+                        "savedmodel.runtime.kernels", "savedmodel.runtime.graph_file",
+                        "savedmodel.protos.meta_graph_pb2")
+
+
+@needs_native
+def test_a_model_on_the_native_engine_imports_none_of_the_numpy_engine():
+    """A fresh process that loads and calls a model natively imports neither the numpy engine
+    nor the SavedModel file reader: what keeps Python's start to first result short."""
+    model = DATA / "reference" / "savedmodels" / "keras_cnn"
+    code = ("import sys, numpy as np\nfrom savedmodel.runtime import load\n"
+            f"m = load({str(model)!r})\nassert m.engine == 'native', m.engine_reason\n"
+            "m.signatures['serving_default'](image=np.zeros((1, 28, 28, 1), np.float32))\n"
+            f"print(sorted(n for n in sys.modules if n.startswith({NUMPY_ENGINE_MODULES!r})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("model_dir, signature", NATIVE_CASES)

@@ -52,7 +52,7 @@ pub fn given(inputs: Option<&str>, exprs: Option<&str>) -> Result<BTreeMap<Strin
             None => (value, None),
         };
         let where_ = format!("--inputs: {name}: {path}");
-        let tensor = crate::npy::read_file(Path::new(path), key, &where_)?;
+        let tensor = savedmodel_npy::read_file(Path::new(path), key, &where_)?;
         out.insert(
             name.to_string(),
             Given {

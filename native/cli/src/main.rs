@@ -6,7 +6,6 @@
 
 mod inputs;
 mod literal;
-mod npy;
 mod print;
 
 use std::path::{Path, PathBuf};
@@ -254,7 +253,7 @@ fn write_outputs(
     }
     for ((key, value), path) in outputs.iter().zip(&targets) {
         let partial = path.with_extension("npy.partial");
-        std::fs::write(&partial, npy::encode(value))
+        std::fs::write(&partial, savedmodel_npy::encode(value))
             .and_then(|()| std::fs::rename(&partial, path))
             .map_err(|e| {
                 let _ = std::fs::remove_file(&partial);

@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use base64::Engine as _;
 use prost::Message;
@@ -38,20 +37,18 @@ fn dtype_named(name: &str) -> DType {
     }
 }
 
-/// The raw bytes of every array of a (compressed) `.npz`, by key.
+/// The raw data of every array of a (compressed) `.npz`, by key.
 fn npz_bytes(group: &str) -> BTreeMap<String, Vec<u8>> {
     let path = common::data_dir().join("ops").join(format!("{group}.npz"));
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
-    let mut out = BTreeMap::new();
-    for i in 0..archive.len() {
-        let mut member = archive.by_index(i).unwrap();
-        let name = member.name().trim_end_matches(".npy").to_string();
-        let mut bytes = Vec::new();
-        member.read_to_end(&mut bytes).unwrap();
-        let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-        out.insert(name, bytes[10 + header_len..].to_vec());
-    }
-    out
+    let members = savedmodel_npy::read_npz(&path).unwrap_or_else(|e| panic!("{e}"));
+    members
+        .into_iter()
+        .map(|(key, bytes)| {
+            let raw = savedmodel_npy::parse_raw(&bytes, &key).unwrap_or_else(|e| panic!("{e}"));
+            let data = raw.data.to_vec();
+            (key, data)
+        })
+        .collect()
 }
 
 fn stored(spec: &Json, arrays: &BTreeMap<String, Vec<u8>>) -> Tensor {

@@ -1,8 +1,7 @@
-//! The arrays of a numpy `.npz` (an uncompressed zip of `.npy` files, as the fixtures record
-//! TensorFlow's values), kept as raw little-endian bytes: what the C interface takes and gives.
+//! The arrays of a numpy `.npz` (as the fixtures record TensorFlow's values), kept as raw
+//! little-endian bytes: what the C interface takes and gives. savedmodel-npy reads the files.
 //! Byte strings (`|S<width>`, NUL-padded) become the interface's packed string layout.
 
-use std::io::Read;
 use std::path::Path;
 
 /// One `.npy` member: its name without `.npy`, numpy dtype descr (`<f4`), shape and bytes.
@@ -38,58 +37,26 @@ impl Array {
     }
 }
 
+/// Every array of the `.npz` at `path`, in archive order.
 pub fn read(path: &Path) -> Vec<Array> {
-    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut archive = zip::ZipArchive::new(file).expect("zip");
-    (0..archive.len())
-        .map(|i| {
-            let mut member = archive.by_index(i).expect("zip member");
-            let name = member.name().trim_end_matches(".npy").to_string();
-            let mut bytes = Vec::new();
-            member.read_to_end(&mut bytes).expect("zip member bytes");
-            parse(name, &bytes)
+    let members = savedmodel_npy::read_npz(path).unwrap_or_else(|e| panic!("{e}"));
+    members
+        .into_iter()
+        .map(|(name, bytes)| {
+            let raw = savedmodel_npy::parse_raw(&bytes, &name).unwrap_or_else(|e| panic!("{e}"));
+            let shape: Vec<i64> = raw.shape.iter().map(|&d| d as i64).collect();
+            let bytes = match raw.descr.strip_prefix("|S") {
+                Some(width) => packed_strings(raw.data, width.parse().expect("|S width"), &shape),
+                None => raw.data.to_vec(),
+            };
+            Array {
+                descr: raw.descr,
+                shape,
+                bytes,
+                name,
+            }
         })
         .collect()
-}
-
-/// A `.npy` file of format 1.0 or 2.0 in C order.
-fn parse(name: String, bytes: &[u8]) -> Array {
-    assert_eq!(&bytes[..6], b"\x93NUMPY", "{name}: not a .npy file");
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        _ => (
-            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
-            12,
-        ),
-    };
-    let header = std::str::from_utf8(&bytes[start..start + header_len]).expect("npy header");
-    assert!(header.contains("'fortran_order': False"), "{header}");
-    let field = |key: &str, end: char| {
-        header
-            .split(key)
-            .nth(1)
-            .and_then(|s| s.split(end).next())
-            .unwrap()
-            .to_string()
-    };
-    let shape: Vec<i64> = field("'shape': (", ')')
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect();
-    let descr = field("'descr': '", '\'');
-    let data = &bytes[start + header_len..];
-    let bytes = match descr.strip_prefix("|S") {
-        Some(width) => packed_strings(data, width.parse().unwrap(), &shape),
-        None => data.to_vec(),
-    };
-    Array {
-        descr,
-        shape,
-        bytes,
-        name,
-    }
 }
 
 /// numpy's fixed-width, NUL-padded strings in the packed layout (lengths, then bytes).

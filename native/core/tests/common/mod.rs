@@ -4,12 +4,11 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use savedmodel_core::protos::attr_value::Value as A;
 use savedmodel_core::protos::{AttrValue, NodeDef};
-use savedmodel_core::{DType, Storage, Tensor};
+use savedmodel_core::Tensor;
 
 /// A NodeDef of a hand-built graph.
 pub fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, A)>) -> NodeDef {
@@ -76,98 +75,17 @@ pub fn saved_models() -> Vec<PathBuf> {
     dirs
 }
 
-/// The member names of a zip archive.
+/// The member names of an `.npz`, without `.npy`.
 pub fn npz_names(path: &Path) -> Vec<String> {
-    let archive = zip::ZipArchive::new(std::fs::File::open(path).expect("npz")).expect("zip");
-    archive.file_names().map(String::from).collect()
+    read_npz(path).into_keys().collect()
 }
 
 /// Every array of an `.npz`, by member name without `.npy`.
 pub fn read_npz(path: &Path) -> BTreeMap<String, Tensor> {
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).expect("npz")).expect("zip");
-    let mut out = BTreeMap::new();
-    for i in 0..archive.len() {
-        let mut member = archive.by_index(i).expect("zip member");
-        let name = member.name().trim_end_matches(".npy").to_string();
-        let mut bytes = Vec::new();
-        member.read_to_end(&mut bytes).expect("zip member bytes");
-        out.insert(name, parse_npy(&bytes));
-    }
-    out
-}
-
-/// A `.npy` file (format 1.0 or 2.0, C order, little-endian numeric dtypes).
-fn parse_npy(bytes: &[u8]) -> Tensor {
-    assert_eq!(&bytes[..6], b"\x93NUMPY", "not a .npy file");
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        _ => (
-            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
-            12,
-        ),
-    };
-    let header = std::str::from_utf8(&bytes[start..start + header_len]).expect("npy header");
-    assert!(header.contains("'fortran_order': False"), "{header}");
-    let descr = header
-        .split("'descr': '")
-        .nth(1)
-        .and_then(|s| s.split('\'').next())
-        .unwrap();
-    let shape_text = header
-        .split("'shape': (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .unwrap();
-    let shape: Vec<usize> = shape_text
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect();
-    let data = &bytes[start + header_len..];
-    if let Some(width) = descr.strip_prefix("|S") {
-        let width: usize = width.parse().unwrap();
-        let strings = if width == 0 {
-            vec![Vec::new(); shape.iter().product()]
-        } else {
-            data.chunks(width)
-                .map(|c| c.iter().copied().take_while(|&b| b != 0).collect())
-                .collect()
-        };
-        return Tensor::strings(shape, strings);
-    }
-    if let Some(width) = descr.strip_prefix("<U") {
-        let width: usize = width.parse().unwrap();
-        let strings = data
-            .chunks(width * 4)
-            .map(|c| {
-                c.chunks(4)
-                    .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-                    .take_while(|&u| u != 0)
-                    .filter_map(char::from_u32)
-                    .collect::<String>()
-                    .into_bytes()
-            })
-            .collect();
-        return Tensor::strings(shape, strings);
-    }
-    let dtype = match descr {
-        "<f2" => DType::Float16,
-        "<f4" => DType::Float32,
-        "<f8" => DType::Float64,
-        "|i1" => DType::Int8,
-        "<i4" => DType::Int32,
-        "<i8" => DType::Int64,
-        "<i2" => DType::Int16,
-        "<u2" => DType::UInt16,
-        "<u4" => DType::UInt32,
-        "<u8" => DType::UInt64,
-        "|u1" => DType::UInt8,
-        "|b1" => DType::Bool,
-        other => panic!("npy dtype {other} not handled by this test reader"),
-    };
-    let storage = Storage::from_le_bytes(dtype, data).unwrap();
-    Tensor::new(shape, storage).expect("npy data fits its shape")
+    savedmodel_npy::read_npz_arrays(path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .collect()
 }
 
 /// Writes `records` (sorted by key) as a LevelDB-format table the way TensorFlow's writer lays

@@ -1,8 +1,11 @@
-//! numpy's `.npy` format (and `.npz`, a zip of them), read and written without numpy.
+//! numpy's `.npy` format (and `.npz`, a zip of them), read and written without numpy: how
+//! `savedmodel-run` takes inputs and writes outputs, and how the tests read TensorFlow's
+//! recorded values. One reader, so the runner and the tests cannot disagree about a file.
 //!
-//! Only plain arrays: a header whose `descr` is a fixed-size little-endian number, bool or byte
-//! string type. Object arrays (which numpy stores pickled) are refused, so a file can never run
-//! code; the header's shape must fit the bytes that follow before anything is allocated.
+//! Only plain arrays: a header whose `descr` is a fixed-size little-endian number, bool, byte
+//! string or unicode string type. Object arrays (which numpy stores pickled) are refused, so a
+//! file can never run code; the header's shape must fit the bytes that follow before anything is
+//! allocated.
 
 use std::io::Read;
 use std::path::Path;
@@ -14,8 +17,23 @@ const MAGIC: &[u8] = b"\x93NUMPY";
 /// Deflate cannot expand data more than about 1032-fold: what an .npz member may claim.
 const DEFLATE_MAX_RATIO: u64 = 1032;
 
+/// A `.npy` file's header and the bytes after it, not yet decoded: for callers (the C ABI's
+/// tests) that want numpy's raw layout.
+pub struct Raw<'a> {
+    /// numpy's dtype string without quotes, e.g. `<f4` or `|S5`.
+    pub descr: String,
+    pub shape: Vec<usize>,
+    pub data: &'a [u8],
+}
+
 /// The array of a `.npy` file's bytes; `where_` names it in errors.
 pub fn parse(bytes: &[u8], where_: &str) -> Result<Tensor, String> {
+    let raw = parse_raw(bytes, where_)?;
+    decode(&raw.descr, raw.shape, raw.data, where_)
+}
+
+/// The header of a `.npy` file's bytes and its data, checked to be a C-order array.
+pub fn parse_raw<'a>(bytes: &'a [u8], where_: &str) -> Result<Raw<'a>, String> {
     let bad = |detail: &str| format!("{where_}: not a numpy .npy file ({detail})");
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return Err(bad("no .npy magic string"));
@@ -41,13 +59,11 @@ pub fn parse(bytes: &[u8], where_: &str) -> Result<Tensor, String> {
             "{where_}: Fortran-order arrays are not supported; save a C-order array"
         ));
     }
-    let data = &bytes[start + header_len..];
-    decode(
-        descr.trim_matches(|c| c == '\'' || c == '"'),
+    Ok(Raw {
+        descr: descr.trim_matches(|c| c == '\'' || c == '"').to_string(),
         shape,
-        data,
-        where_,
-    )
+        data: &bytes[start + header_len..],
+    })
 }
 
 /// The text of `key`'s value in a header dict such as `{'descr': '<f4', 'shape': (2, 3), }`.
@@ -85,7 +101,13 @@ fn decode(descr: &str, shape: Vec<usize>, data: &[u8], where_: &str) -> Result<T
         let width: usize = width
             .parse()
             .map_err(|_| format!("{where_}: bad dtype {descr}"))?;
-        return strings(shape, count, width, data, where_);
+        return fixed_strings(shape, count, width, false, data, where_);
+    }
+    if let Some(width) = kind.strip_prefix('U') {
+        let width: usize = width
+            .parse()
+            .map_err(|_| format!("{where_}: bad dtype {descr}"))?;
+        return fixed_strings(shape, count, width, true, data, where_);
     }
     let dtype = match kind {
         "f2" => DType::Float16,
@@ -122,29 +144,51 @@ fn decode(descr: &str, shape: Vec<usize>, data: &[u8], where_: &str) -> Result<T
     Tensor::new(shape, storage).ok_or_else(|| format!("{where_}: shape does not fit the data"))
 }
 
-/// numpy's fixed-width byte strings (`|S<n>`): each element is padded with NULs, which it drops.
-fn strings(
+/// numpy's fixed-width strings: bytes (`|S<n>`) or UTF-32 characters (`<U<n>`, as UTF-8 bytes),
+/// each element padded with NULs, which it drops.
+fn fixed_strings(
     shape: Vec<usize>,
     count: usize,
     width: usize,
+    unicode: bool,
     data: &[u8],
     where_: &str,
 ) -> Result<Tensor, String> {
-    let needed = count.saturating_mul(width);
-    if needed > data.len() {
+    let (unit, what) = if unicode {
+        (4, "characters")
+    } else {
+        (1, "bytes")
+    };
+    let item_bytes = width.saturating_mul(unit);
+    if count.saturating_mul(item_bytes) > data.len() {
         return Err(format!(
-            "{where_}: the header claims {count} strings of {width} bytes, but the file has {} bytes of data",
+            "{where_}: the header claims {count} strings of {width} {what}, but the file has {} bytes of data",
             data.len()
         ));
     }
     let items = (0..count)
         .map(|i| {
-            let item = &data[i * width..(i + 1) * width];
-            let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-            item[..end].to_vec()
+            let item = &data[i * item_bytes..(i + 1) * item_bytes];
+            if unicode {
+                utf32(item).ok_or_else(|| format!("{where_}: a string holds an invalid character"))
+            } else {
+                let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                Ok(item[..end].to_vec())
+            }
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Tensor::strings(shape, items))
+}
+
+/// UTF-32 little-endian characters up to the first NUL, as UTF-8; None for an invalid one.
+fn utf32(item: &[u8]) -> Option<Vec<u8>> {
+    let text: Option<String> = item
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .take_while(|&u| u != 0)
+        .map(char::from_u32)
+        .collect();
+    text.map(String::into_bytes)
 }
 
 /// A tensor as `.npy` bytes (format 1.0; strings as `|S<longest>`, as numpy saves bytes).
@@ -212,46 +256,99 @@ pub fn read_file(path: &Path, key: Option<&str>, where_: &str) -> Result<Tensor,
         }
         return parse(&bytes, where_);
     }
-    let damaged = |e: zip::result::ZipError| format!("{where_}: damaged .npz file ({e})");
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(damaged)?;
-    let names: Vec<String> = archive.file_names().map(str::to_string).collect();
-    let keys: Vec<&str> = names
-        .iter()
-        .map(|n| n.strip_suffix(".npy").unwrap_or(n))
-        .collect();
-    let key = match key {
-        Some(k) => k,
-        None if keys.len() == 1 => keys[0],
-        None => {
-            return Err(format!(
-                "{where_} has arrays {keys:?}; name one as {}[key]",
-                path.display()
-            ))
-        }
-    };
-    let Some(index) = keys.iter().position(|k| *k == key) else {
-        return Err(format!(
+    let mut archive = Npz::new(bytes, where_)?;
+    let keys = archive.keys();
+    let unnamed = || {
+        format!(
             "{where_} has arrays {keys:?}; name one as {}[key]",
             path.display()
-        ));
+        )
     };
-    let mut member = archive.by_index(index).map_err(damaged)?;
-    let bound = member.compressed_size().saturating_mul(DEFLATE_MAX_RATIO);
-    if member.size() > bound {
-        return Err(format!(
-            "{where_}[{key}]: the archive claims {} bytes from {} stored",
-            member.size(),
-            member.compressed_size()
-        ));
+    let index = match key {
+        Some(k) => keys.iter().position(|name| name == k),
+        None if keys.len() == 1 => Some(0),
+        None => None,
     }
-    let mut data = Vec::new();
-    let size = member.size();
-    member
-        .by_ref()
-        .take(size)
-        .read_to_end(&mut data)
-        .map_err(|e| format!("{where_}[{key}]: damaged .npz file ({e})"))?;
-    parse(&data, &format!("{where_}[{key}]"))
+    .ok_or_else(unnamed)?;
+    let data = archive.member(index)?;
+    parse(&data, &format!("{where_}[{}]", keys[index]))
+}
+
+/// Every member of the `.npz` at `path` as `(key, .npy bytes)`, in archive order; keys drop
+/// the `.npy` suffix.
+pub fn read_npz(path: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let where_ = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| format!("{where_}: cannot read ({e})"))?;
+    let mut archive = Npz::new(bytes, &where_)?;
+    let keys = archive.keys();
+    keys.into_iter()
+        .enumerate()
+        .map(|(i, key)| Ok((key, archive.member(i)?)))
+        .collect()
+}
+
+/// Every array of the `.npz` at `path`, by key.
+pub fn read_npz_arrays(path: &Path) -> Result<Vec<(String, Tensor)>, String> {
+    let where_ = path.display().to_string();
+    read_npz(path)?
+        .into_iter()
+        .map(|(key, bytes)| {
+            let tensor = parse(&bytes, &format!("{where_}[{key}]"))?;
+            Ok((key, tensor))
+        })
+        .collect()
+}
+
+/// An open `.npz` archive whose members are read with their claimed sizes checked.
+struct Npz {
+    archive: zip::ZipArchive<std::io::Cursor<Vec<u8>>>,
+    where_: String,
+}
+
+impl Npz {
+    fn new(bytes: Vec<u8>, where_: &str) -> Result<Self, String> {
+        let archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .map_err(|e| format!("{where_}: damaged .npz file ({e})"))?;
+        Ok(Self {
+            archive,
+            where_: where_.to_string(),
+        })
+    }
+
+    /// Member names without `.npy`, in archive order.
+    fn keys(&self) -> Vec<String> {
+        self.archive
+            .file_names()
+            .map(|n| n.strip_suffix(".npy").unwrap_or(n).to_string())
+            .collect()
+    }
+
+    /// The bytes of member `index`, refused when the archive claims more than deflate can give.
+    fn member(&mut self, index: usize) -> Result<Vec<u8>, String> {
+        let where_ = &self.where_;
+        let mut member = self
+            .archive
+            .by_index(index)
+            .map_err(|e| format!("{where_}: damaged .npz file ({e})"))?;
+        let name = member.name();
+        let name = name.strip_suffix(".npy").unwrap_or(name).to_string();
+        let bound = member.compressed_size().saturating_mul(DEFLATE_MAX_RATIO);
+        if member.size() > bound {
+            return Err(format!(
+                "{where_}[{name}]: the archive claims {} bytes from {} stored",
+                member.size(),
+                member.compressed_size()
+            ));
+        }
+        let mut data = Vec::new();
+        let size = member.size();
+        member
+            .by_ref()
+            .take(size)
+            .read_to_end(&mut data)
+            .map_err(|e| format!("{where_}[{name}]: damaged .npz file ({e})"))?;
+        Ok(data)
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +363,15 @@ mod tests {
         let s = Tensor::strings(vec![2], vec![b"ab".to_vec(), b"c".to_vec()]);
         assert_eq!(parse(&encode(&s), "s").unwrap(), s);
         let scalar = Tensor::scalar(7i64);
+        let mut unicode = b"\x93NUMPY\x01\x00\x00\x00".to_vec();
+        let header = "{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }";
+        unicode[8..10].copy_from_slice(&(header.len() as u16).to_le_bytes());
+        unicode.extend_from_slice(header.as_bytes());
+        for c in ['é', 'x', 'y', '\0'] {
+            unicode.extend_from_slice(&(c as u32).to_le_bytes());
+        }
+        let words = Tensor::strings(vec![2], vec!["éx".as_bytes().to_vec(), b"y".to_vec()]);
+        assert_eq!(parse(&unicode, "u").unwrap(), words);
         assert_eq!(parse(&encode(&scalar), "x").unwrap(), scalar);
     }
 
