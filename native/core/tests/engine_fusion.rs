@@ -448,3 +448,73 @@ fn swish_with_another_beta_or_another_reader_is_left_alone() {
     let (_, plan) = compile(&nodes, "y");
     assert_eq!(plan.ops(), vec!["_FusedConv2D", "Sigmoid", "Mul", "AddV2"]);
 }
+
+/// x -> Neg -> Mul by `scale` -> AddV2 of `shift` -> `activation`: a batch normalization and
+/// activation after an op they cannot fold into (DenseNet's concatenations).
+fn affine_graph(scale: &Tensor, shift: &Tensor, activation: &str) -> Vec<NodeDef> {
+    vec![
+        node("x", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        node("r", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        constant("s", scale),
+        constant("b", shift),
+        node("neg", "Neg", &["x"], vec![("T", FLOAT)]),
+        node("m", "Mul", &["neg", "s"], vec![("T", FLOAT)]),
+        node("a", "AddV2", &["m", "b"], vec![("T", FLOAT)]),
+        node("y", activation, &["a"], vec![("T", FLOAT)]),
+    ]
+}
+
+/// The same op by op, each through its own kernel.
+fn affine_reference(x: &Tensor, scale: &Tensor, shift: &Tensor, activation: &str) -> Tensor {
+    let run = |op: &str, inputs: Vec<Tensor>| {
+        tensor_of(&run_node(&node("n", op, &[], vec![("T", FLOAT)]), inputs).unwrap()[0])
+    };
+    let m = run("Mul", vec![run("Neg", vec![x.clone()]), scale.clone()]);
+    run(activation, vec![run("AddV2", vec![m, shift.clone()])])
+}
+
+fn check_affine(x_shape: &[usize], scale: &Tensor, shift: &Tensor, activation: &str) {
+    let nodes = affine_graph(scale, shift, activation);
+    let (library, plan) = compile(&nodes, "y");
+    assert_eq!(plan.ops(), vec!["Neg", "_SavedModelChannelAffine"]);
+    let x = tensor(x_shape, 1);
+    let args = vec![
+        Value::Tensor(Arc::new(x.clone())),
+        Value::Tensor(Arc::new(tensor(&[1], 2))),
+    ];
+    let got = plan.run(&library.context(), &args).unwrap();
+    assert_close(
+        &tensor_of(&got[0]),
+        &affine_reference(&x, scale, shift, activation),
+    );
+}
+
+#[test]
+fn a_batch_norm_and_activation_after_no_convolution_become_one_step() {
+    let (s, b) = (tensor(&[6], 3), tensor(&[6], 4));
+    check_affine(&[2, 5, 5, 6], &s, &b, "Relu");
+    check_affine(&[3, 6], &s, &b, "Relu6");
+    // Large enough to spread over threads.
+    check_affine(&[4, 64, 64, 6], &s, &b, "Elu");
+}
+
+#[test]
+fn an_affine_step_that_broadcasts_keeps_tensorflows_shape() {
+    // One channel in, six out; constants of rank 4 on an input of rank 2.
+    let (s, b) = (tensor(&[6], 3), tensor(&[6], 4));
+    check_affine(&[2, 5, 1], &s, &b, "Relu");
+    let (s4, b4) = (tensor(&[1, 1, 1, 6], 3), tensor(&[1, 1, 1, 6], 4));
+    check_affine(&[3, 6], &s4, &b4, "Sigmoid");
+}
+
+#[test]
+fn an_affine_chain_read_elsewhere_is_left_alone() {
+    let (s, b) = (tensor(&[6], 3), tensor(&[6], 4));
+    let mut nodes = affine_graph(&s, &b, "Relu");
+    nodes.push(node("z", "AddV2", &["m", "y"], vec![("T", FLOAT)]));
+    let (_, plan) = compile(&nodes, "z");
+    assert_eq!(
+        plan.ops(),
+        vec!["Neg", "Mul", "_SavedModelChannelAffine", "AddV2"]
+    );
+}

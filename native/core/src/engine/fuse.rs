@@ -29,6 +29,11 @@ pub const FUSED_ACTIVATIONS: [&str; 6] = ["Relu", "Relu6", "Elu", "LeakyRelu", "
 /// nodes `swish_of` recognizes (EfficientNet's activation after every convolution).
 pub const SWISH: &str = "_MklSwish";
 
+/// The op of a standalone chain of per-channel affine steps and an optional activation (the
+/// project's own, not TensorFlow's): inputs x, scale and shift; attrs `fused_ops` (the
+/// activation, or none), `leakyrelu_alpha` and `rank` (the output's least rank, the constants').
+pub const CHANNEL_AFFINE: &str = "_SavedModelChannelAffine";
+
 /// Rewrites the fusable chains of `ir` in place (for the fused ops `registry` has kernels of),
 /// taking scaled weights other plans made from `shared`.
 pub fn fuse(ir: &mut Ir, registry: &Registry, shared: &ScaledWeights) {
@@ -39,6 +44,26 @@ pub fn fuse(ir: &mut Ir, registry: &Registry, shared: &ScaledWeights) {
         }
         if let Some(rewrite) = match_chain(ir, i, &uses, shared) {
             apply(ir, rewrite, &mut uses);
+        }
+    }
+}
+
+/// Rewrites chains of per-channel affine steps by constants (and an optional activation) that
+/// follow no convolution or matmul (batch normalization and ReLU after a concatenation or a
+/// pooling, as each of DenseNet's layers begins) into one `_SavedModelChannelAffine` node: one
+/// pass over the tensor instead of one per op. Runs after `fuse`, which folds the chains that
+/// follow weights into them.
+pub fn fuse_affine(ir: &mut Ir, registry: &Registry) {
+    if !registry.contains(CHANNEL_AFFINE) {
+        return;
+    }
+    let Ok(order) = ir.order() else {
+        return;
+    };
+    let mut uses = use_counts(ir);
+    for i in order {
+        if let Some(rewrite) = match_affine(ir, i, &uses) {
+            apply_affine(ir, rewrite, &mut uses);
         }
     }
 }
@@ -215,6 +240,147 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
         residual,
         absorbed,
     })
+}
+
+struct AffineRewrite {
+    input: Src,
+    /// The chain's nodes, first to last (the last one becomes the fused node).
+    absorbed: Vec<usize>,
+    scale: Vec<f32>,
+    shift: Vec<f32>,
+    rank: usize,
+    activation: Option<(String, f32)>,
+}
+
+/// The standalone affine chain starting at node `i` (a step by a constant on a run-time
+/// tensor), if it has at least two ops.
+fn match_affine(ir: &Ir, i: usize, uses: &Uses) -> Option<AffineRewrite> {
+    let first = &ir.nodes[i];
+    if uses.absorbed.contains(&i) || first.inputs.len() != 2 || !float32(first) {
+        return None;
+    }
+    let (input, constant) = match (ir.known(&first.inputs[0]), ir.known(&first.inputs[1])) {
+        (None, Some(Value::Tensor(c))) => (first.inputs[0].clone(), c),
+        (Some(Value::Tensor(c)), None) => (first.inputs[1].clone(), c),
+        _ => return None,
+    };
+    let Src::Node(x, 0) = &input else {
+        return None;
+    };
+    let channels = *constant.shape().last()?;
+    if channels < 2 {
+        return None;
+    }
+    let mut scale = vec![1f32; channels];
+    let mut shift = vec![0f32; channels];
+    if !affine_step(ir, first, x, channels, &mut scale, &mut shift) {
+        return None;
+    }
+    let mut rank = constant.shape().len();
+    let mut absorbed = vec![i];
+    let mut activation = None;
+    let mut current = i;
+    loop {
+        let name = &ir.nodes[current].name;
+        if uses.pinned.contains(name) || uses.data.get(&(name.clone(), 0)) != Some(&1) {
+            break;
+        }
+        let next = match uses.consumers.get(name).map(Vec::as_slice) {
+            Some(&[j]) if !uses.absorbed.contains(&j) && ir.nodes[j].control.is_empty() => j,
+            _ => break,
+        };
+        let node = &ir.nodes[next];
+        if let Some(alpha) = activation_of(node) {
+            activation = Some((node.op.clone(), alpha));
+            absorbed.push(next);
+            break;
+        }
+        if !affine_step(ir, node, name, channels, &mut scale, &mut shift) {
+            break;
+        }
+        rank = rank.max(constant_rank(ir, node));
+        absorbed.push(next);
+        current = next;
+    }
+    (absorbed.len() >= 2).then_some(AffineRewrite {
+        input,
+        absorbed,
+        scale,
+        shift,
+        rank,
+        activation,
+    })
+}
+
+/// The rank of the constant operand of an affine step.
+fn constant_rank(ir: &Ir, node: &IrNode) -> usize {
+    node.inputs
+        .iter()
+        .filter_map(|s| match ir.known(s) {
+            Some(Value::Tensor(c)) => Some(c.shape().len()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn apply_affine(ir: &mut Ir, rewrite: AffineRewrite, uses: &mut Uses) {
+    let (Some(&first), Some(&last)) = (rewrite.absorbed.first(), rewrite.absorbed.last()) else {
+        return;
+    };
+    let last_name = ir.nodes[last].name.clone();
+    let mut attrs = HashMap::new();
+    let activation: Vec<Vec<u8>> = rewrite
+        .activation
+        .iter()
+        .map(|(op, _)| op.as_bytes().to_vec())
+        .collect();
+    let alpha = rewrite.activation.as_ref().map_or(0.2, |(_, a)| *a);
+    for (key, value) in [
+        ("T", A::Type(crate::DType::Float32.to_proto())),
+        (
+            "fused_ops",
+            A::List(Box::new(ListValue {
+                s: activation,
+                ..Default::default()
+            })),
+        ),
+        ("leakyrelu_alpha", A::F(alpha)),
+        ("rank", A::I(rewrite.rank as i64)),
+    ] {
+        attrs.insert(key.to_string(), AttrValue { value: Some(value) });
+    }
+    let channels = rewrite.scale.len();
+    let mut inputs = vec![rewrite.input];
+    for (suffix, values) in [("scale", rewrite.scale), ("shift", rewrite.shift)] {
+        let name = format!("{last_name}/fused_{suffix}");
+        ir.nodes.push(IrNode {
+            name: name.clone(),
+            op: "Const".into(),
+            attrs: HashMap::new(),
+            inputs: Vec::new(),
+            control: Vec::new(),
+            value: Some(vec![Value::Tensor(Arc::new(Tensor::from_vec(
+                vec![channels],
+                values,
+            )))]),
+            chain: Vec::new(),
+        });
+        ir.index.insert(name.clone(), ir.nodes.len() - 1);
+        inputs.push(Src::Node(name, 0));
+    }
+    let control = ir.nodes[first].control.clone();
+    let chain = ir.nodes[first].chain.clone();
+    ir.nodes[last] = IrNode {
+        name: last_name,
+        op: CHANNEL_AFFINE.into(),
+        attrs,
+        inputs,
+        control,
+        value: None,
+        chain,
+    };
+    uses.absorbed.extend(rewrite.absorbed);
 }
 
 /// The nodes computing swish of node `at`'s output, the final Mul last: `x * Sigmoid(x)`, or

@@ -105,6 +105,7 @@ impl Plan {
         crate::engine::pad_fold::fold_pads(&mut ir);
         crate::engine::fuse_lstm::fuse_lstm_cells(&mut ir, library.registry());
         crate::engine::fuse::fuse(&mut ir, library.registry(), library.scaled_weights());
+        crate::engine::fuse::fuse_affine(&mut ir, library.registry());
         ir.prune();
         let function = if body.place == "the graph" {
             String::new()

@@ -5,11 +5,16 @@
 //! `_MklSwish`, x * sigmoid(x), the name TensorFlow's oneDNN fusions give it). A float32 NHWC
 //! convolution applies them to each block of output while it is still in cache; anything else
 //! runs the base op and then one pass over its output.
+//!
+//! `_SavedModelChannelAffine` is the project's own: a chain of per-channel steps by constants
+//! and an activation that follows no convolution (engine::fuse::fuse_affine), in one pass.
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use crate::dtype::DType;
-use crate::engine::fuse::{FUSED_ACTIVATIONS, SWISH};
+use crate::engine::fuse::{CHANNEL_AFFINE, FUSED_ACTIVATIONS, SWISH};
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::Value;
 use crate::kernels::math::fast::{sigmoid_f32, swish_f32, tanh_f32};
@@ -18,12 +23,16 @@ use crate::kernels::nn::{
 };
 use crate::tensor::Tensor;
 
+/// Elements from which the standalone affine kernel spreads over rayon's threads.
+const PARALLEL_MIN: usize = 1 << 16;
+
 pub fn register(r: &mut Registry) {
     for base in ["Conv2D", "DepthwiseConv2dNative", "MatMul"] {
         if r.contains(base) {
             r.add(fused_name(base), fused);
         }
     }
+    r.add(CHANNEL_AFFINE, channel_affine);
 }
 
 fn fused_name(base: &str) -> &'static str {
@@ -134,19 +143,8 @@ fn tail(node: &NodeSpec) -> Result<Tail, String> {
         ["BiasAdd", rest @ ..] => (false, rest),
         other => return Err(format!("fused_ops {other:?} is not supported")),
     };
-    let activation = match rest {
-        [] => Activation::None,
-        [act] if *act == SWISH => Activation::Swish,
-        [act] if FUSED_ACTIVATIONS.contains(act) => match *act {
-            "Relu" => Activation::Relu,
-            "Relu6" => Activation::Relu6,
-            "Elu" => Activation::Elu,
-            "LeakyRelu" => Activation::LeakyRelu(node.attrs.float_or("leakyrelu_alpha", 0.2)?),
-            "Sigmoid" => Activation::Sigmoid,
-            _ => Activation::Tanh,
-        },
-        _ => return Err(format!("fused_ops {ops:?} is not supported")),
-    };
+    let activation = activation_of(node, rest)
+        .ok_or_else(|| format!("fused_ops {ops:?} is not supported"))??;
     let num_args = node.attrs.int_or("num_args", 1)?;
     if num_args != 1 + i64::from(residual) {
         return Err(format!(
@@ -158,6 +156,116 @@ fn tail(node: &NodeSpec) -> Result<Tail, String> {
         activation,
         residual,
     })
+}
+
+/// The activation fused_ops ends with (`rest`: none or one op); None if it is not one.
+fn activation_of(node: &NodeSpec, rest: &[&str]) -> Option<Result<Activation, String>> {
+    let activation = match rest {
+        [] => Activation::None,
+        [act] if *act == SWISH => Activation::Swish,
+        [act] if FUSED_ACTIVATIONS.contains(act) => match *act {
+            "Relu" => Activation::Relu,
+            "Relu6" => Activation::Relu6,
+            "Elu" => Activation::Elu,
+            "LeakyRelu" => {
+                return Some(
+                    node.attrs
+                        .float_or("leakyrelu_alpha", 0.2)
+                        .map(Activation::LeakyRelu),
+                )
+            }
+            "Sigmoid" => Activation::Sigmoid,
+            _ => Activation::Tanh,
+        },
+        _ => return None,
+    };
+    Some(Ok(activation))
+}
+
+/// `_SavedModelChannelAffine`: activation(x * scale + shift) per channel (the last dimension,
+/// which may also be 1 and broadcast), one pass; two roundings per element, as the Mul and Add
+/// it replaces make them.
+fn channel_affine(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let ops = node.attrs.strings("fused_ops")?;
+    let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
+    let activation = activation_of(node, &ops)
+        .ok_or_else(|| format!("fused_ops {ops:?} is not supported"))??;
+    let rank = node.attrs.int_or("rank", 1)?;
+    let rank = usize::try_from(rank)
+        .ok()
+        .filter(|r| (1..=8).contains(r))
+        .ok_or_else(|| format!("rank {rank} is not between 1 and 8"))?;
+    Ok(boxed(move |_ctx, inputs| {
+        if inputs.len() != 3 {
+            return Err(fail(format!("takes 3 inputs, got {}", inputs.len())));
+        }
+        let floats = |i: usize| {
+            let t = tensor_input(inputs, i)?;
+            match t.dtype() {
+                DType::Float32 => Ok(t),
+                other => Err(fail(format!("input {i} must be float32, got {other}"))),
+            }
+        };
+        let (x, scale, shift) = (floats(0)?, floats(1)?, floats(2)?);
+        affine(&x, &scale, &shift, rank, activation).map(|t| vec![Value::Tensor(Arc::new(t))])
+    }))
+}
+
+/// The body of `_SavedModelChannelAffine` on float32 tensors.
+fn affine(
+    x: &Tensor,
+    scale: &Tensor,
+    shift: &Tensor,
+    rank: usize,
+    activation: Activation,
+) -> KResult<Tensor> {
+    let (Some(xs), Some(scale), Some(shift)) = (
+        x.values::<f32>(),
+        scale.values::<f32>(),
+        shift.values::<f32>(),
+    ) else {
+        return Err(fail("inputs must be float32"));
+    };
+    let channels = scale.len();
+    if channels == 0 || shift.len() != channels {
+        return Err(fail(format!(
+            "scale has {channels} values and shift {}",
+            shift.len()
+        )));
+    }
+    let mut shape = vec![1; rank.saturating_sub(x.shape().len())];
+    shape.extend_from_slice(x.shape());
+    let width = shape.last().copied().unwrap_or(1);
+    if width != channels && width != 1 {
+        return Err(fail(format!(
+            "Incompatible shapes: {:?} vs. [{channels}]",
+            x.shape()
+        )));
+    }
+    if let Some(last) = shape.last_mut() {
+        *last = channels;
+    }
+    let pixels = xs.len() / width.max(1);
+    let mut out = vec![0f32; pixels * channels];
+    let block = (1 << 12) / channels + 1;
+    let run = |(o, x): (&mut [f32], &[f32])| {
+        for (row, x) in o.chunks_exact_mut(channels).zip(x.chunks_exact(width)) {
+            for (k, (v, s)) in row.iter_mut().zip(scale).enumerate() {
+                *v = x[k % width] * s;
+            }
+        }
+        apply(o, shift, None, activation);
+    };
+    if out.len() >= PARALLEL_MIN {
+        out.par_chunks_mut(block * channels)
+            .zip(xs.par_chunks(block * width))
+            .for_each(run);
+    } else {
+        out.chunks_mut(block * channels)
+            .zip(xs.chunks(block * width))
+            .for_each(run);
+    }
+    Ok(Tensor::from_vec(shape, out))
 }
 
 /// TensorFlow's AddV2 on float32, for residuals that broadcast.

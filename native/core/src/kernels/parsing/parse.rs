@@ -398,11 +398,7 @@ fn dense_feature(
     if shape.first() == Some(&-1) {
         return variable_dense(batch, key, kind, shape, default, j);
     }
-    let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    let size = dims
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| fail(format!("dense_shapes[{j}] {shape:?} is too large")))?;
+    let (dims, size) = dims_and_size(shape, 0, j)?;
     if !default.is_empty() && default.shape() != dims.as_slice() {
         return Err(fail(format!(
             "def_value[{j}].shape() == {:?} is not compatible with dense_shapes_[{j}] == {shape:?}",
@@ -434,6 +430,27 @@ fn dense_feature(
     out.into_tensor(batch.shape(&dims))
 }
 
+/// `dense_shapes[j]` without its first `skip` dimensions, and how many elements that holds.
+fn dims_and_size(shape: &[i64], skip: usize, j: usize) -> KResult<(Vec<usize>, usize)> {
+    let too_large = || fail(format!("dense_shapes[{j}] {shape:?} is too large"));
+    let dims = shape
+        .iter()
+        .skip(skip)
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| {
+                fail(format!(
+                    "dense_shapes[{j}] {shape:?} has a negative dimension"
+                ))
+            })
+        })
+        .collect::<KResult<Vec<usize>>>()?;
+    let size = dims
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(too_large)?;
+    Ok((dims, size))
+}
+
 /// A dense feature whose first dimension varies: rows of `stride` values, padded to the
 /// longest example with the default's one element.
 fn variable_dense(
@@ -449,11 +466,7 @@ fn variable_dense(
             "dense_shape[{j}] is a variable length shape: {shape:?}, therefore def_value[{j}] must contain a single element (the padding element)"
         )));
     }
-    let inner: Vec<usize> = shape.iter().skip(1).map(|&d| d as usize).collect();
-    let stride = inner
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| fail(format!("dense_shapes[{j}] {shape:?} is too large")))?;
+    let (inner, stride) = dims_and_size(shape, 1, j)?;
     let mut lists = Vec::with_capacity(batch.examples.len());
     for i in 0..batch.examples.len() {
         let list = batch.values(i, key, kind, true)?;
