@@ -9,6 +9,7 @@ use crate::tensor::Tensor;
 
 #[macro_use]
 mod copy;
+mod cross;
 mod fill;
 mod gather;
 mod join;
@@ -38,6 +39,7 @@ pub fn register(r: &mut Registry) {
     space::register(r);
     segment::register(r);
     sparse::register(r);
+    cross::register(r);
     reorder::register(r);
     search::register(r);
     unique::register(r);
