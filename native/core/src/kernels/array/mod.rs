@@ -1,6 +1,6 @@
 //! The array kernels: shapes, layout changes (transpose, slicing, padding, tiling), joining and
-//! splitting, gather/scatter, ragged-to-dense, and TensorLists. Every op that only moves data
-//! is written once over all dtypes through [`copy`].
+//! splitting, gather/scatter, sparse tensors, ragged-to-dense, and TensorLists. Every op that
+//! only moves data is written once over all dtypes through [`copy`].
 
 use crate::dtype::DType;
 use crate::engine::kernel::{fail, KResult, Kernel};
@@ -9,6 +9,7 @@ use crate::tensor::Tensor;
 
 #[macro_use]
 mod copy;
+mod cross;
 mod fill;
 mod gather;
 mod join;
@@ -23,6 +24,7 @@ mod segment;
 mod shape;
 mod slice;
 mod space;
+mod sparse;
 mod unique;
 
 pub fn register(r: &mut Registry) {
@@ -36,6 +38,8 @@ pub fn register(r: &mut Registry) {
     scatter::register(r);
     space::register(r);
     segment::register(r);
+    sparse::register(r);
+    cross::register(r);
     reorder::register(r);
     search::register(r);
     unique::register(r);

@@ -59,7 +59,7 @@ enum Scale {
 }
 
 /// One widened element type.
-trait Elem: Copy {
+pub(super) trait Elem: Copy {
     fn zero() -> Self;
     fn one() -> Self;
     fn add(self, o: Self) -> Self;
@@ -219,7 +219,7 @@ pub(super) fn widen(t: &Tensor) -> KResult<Wide> {
 }
 
 /// Widened values back in `dtype` (integers wrap, as TensorFlow's narrow arithmetic does).
-fn narrow(w: Wide, dtype: DType, shape: Vec<usize>) -> KResult<Tensor> {
+pub(super) fn narrow(w: Wide, dtype: DType, shape: Vec<usize>) -> KResult<Tensor> {
     use Storage as S;
     #[allow(clippy::cast_possible_truncation)]
     let storage = match (w, dtype) {

@@ -1,7 +1,7 @@
 //! Neural-network kernels: matrix products (MatMul, BatchMatMul*, Einsum), BiasAdd,
 //! convolutions (Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput), pooling and batch
-//! normalization. Products go through the `gemm` crate; convolutions are im2col + GEMM or
-//! direct channel-vectorized loops over NHWC. `conv_fused` and `depthwise_fused` run a
+//! normalization, CTC decoding. Products go through the `gemm` crate; convolutions are im2col +
+//! GEMM or direct channel-vectorized loops over NHWC. `conv_fused` and `depthwise_fused` run a
 //! fused op's bias and activation on each block of output while it is still in cache.
 
 use crate::engine::kernel::Registry;
@@ -17,6 +17,7 @@ mod batchnorm;
 mod bench;
 mod bias;
 mod conv;
+mod ctc;
 mod depthwise;
 mod einsum;
 mod gemm;
@@ -45,4 +46,6 @@ pub fn register(r: &mut Registry) {
     r.add("BatchMatMulV2", matmul::batch_mat_mul_v2);
     // V3 is V2 with operands cast to its Tout attr, which the factory reads for that op.
     r.add("BatchMatMulV3", matmul::batch_mat_mul_v2);
+    r.add("CTCGreedyDecoder", ctc::greedy_decoder);
+    r.add("CTCBeamSearchDecoder", ctc::beam_search_decoder);
 }
