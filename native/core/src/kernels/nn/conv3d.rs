@@ -408,6 +408,15 @@ mod tests {
     use super::*;
     use crate::kernels::nn::window::Padding;
 
+    /// Input shape, filter shape, padding, strides and dilations.
+    type Case = (
+        &'static [usize],
+        &'static [usize],
+        Padding,
+        [usize; 3],
+        [usize; 3],
+    );
+
     fn spec(padding: Padding, strides: [usize; 3], dilations: [usize; 3]) -> Spec3 {
         Spec3 {
             channels_first: false,
@@ -466,7 +475,7 @@ mod tests {
 
     #[test]
     fn tiled_parallel_dilated_and_pointwise_match_the_definition() {
-        let cases: [(&[usize], &[usize], Padding, [usize; 3], [usize; 3]); 5] = [
+        let cases: [Case; 5] = [
             (
                 &[2, 4, 5, 6, 3],
                 &[2, 3, 2, 3, 4],
@@ -538,7 +547,7 @@ mod tests {
     /// <x, backprop(dy)> for any x and dy.
     #[test]
     fn backprop_is_the_adjoint_of_conv3d() {
-        let cases: [(&[usize], &[usize], Padding, [usize; 3], [usize; 3]); 3] = [
+        let cases: [Case; 3] = [
             (
                 &[2, 5, 6, 7, 3],
                 &[2, 3, 2, 3, 4],
