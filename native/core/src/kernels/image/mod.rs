@@ -1,6 +1,7 @@
 //! Image kernels: the resizes (bilinear, nearest neighbor, bicubic, area), ScaleAndTranslate
 //! (filtered resampling, what `tf.image.resize` with antialias runs), the colour conversions
-//! and adjustments, projective transforms, and EnsureShape.
+//! and adjustments, projective transforms, EnsureShape, and the detection ops: CropAndResize
+//! and non-max suppression (every NonMaxSuppression version and CombinedNonMaxSuppression).
 //!
 //! They follow the arithmetic of TensorFlow's CPU kernels (and so of the reference engine's
 //! `runtime/kernels/image.py`): sampling positions in float32, computed once per output row
@@ -12,8 +13,10 @@
 use crate::engine::kernel::Registry;
 
 mod color;
+mod crop;
 mod ensure;
 mod filter;
+mod nms;
 mod resize;
 mod scale;
 mod transform;
@@ -38,4 +41,18 @@ pub fn register(r: &mut Registry) {
     r.add("AdjustContrastv2", color::adjust_contrast_v2);
     r.add("AdjustHue", color::adjust_hue);
     r.add("AdjustSaturation", color::adjust_saturation);
+    r.add("CropAndResize", crop::crop_and_resize);
+    r.add("NonMaxSuppression", nms::non_max_suppression);
+    r.add("NonMaxSuppressionV2", nms::non_max_suppression_v2);
+    r.add("NonMaxSuppressionV3", nms::non_max_suppression_v3);
+    r.add("NonMaxSuppressionV4", nms::non_max_suppression_v4);
+    r.add("NonMaxSuppressionV5", nms::non_max_suppression_v5);
+    r.add(
+        "NonMaxSuppressionWithOverlaps",
+        nms::non_max_suppression_with_overlaps,
+    );
+    r.add(
+        "CombinedNonMaxSuppression",
+        nms::combined_non_max_suppression,
+    );
 }

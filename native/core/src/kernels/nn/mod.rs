@@ -1,8 +1,9 @@
 //! Neural-network kernels: matrix products (MatMul, BatchMatMul*, Einsum), BiasAdd,
-//! convolutions (Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput), pooling and batch
-//! normalization, CTC decoding. Products go through the `gemm` crate; convolutions are im2col +
-//! GEMM or direct channel-vectorized loops over NHWC. `conv_fused` and `depthwise_fused` run a
-//! fused op's bias and activation on each block of output while it is still in cache.
+//! convolutions (Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput, and the 3-D Conv3D and
+//! Conv3DBackpropInputV2), pooling (2-D and 3-D), batch normalization and CTC decoding.
+//! Products go through the `gemm` crate; convolutions are im2col + GEMM or direct
+//! channel-vectorized loops over NHWC (NDHWC). `conv_fused` and `depthwise_fused` run a fused
+//! op's bias and activation on each block of output while it is still in cache.
 
 use crate::engine::kernel::Registry;
 
@@ -17,6 +18,7 @@ mod batchnorm;
 mod bench;
 mod bias;
 mod conv;
+mod conv3d;
 mod ctc;
 mod depthwise;
 mod einsum;
@@ -26,6 +28,8 @@ mod matmul;
 mod narrow;
 mod num;
 mod pool;
+mod pool3d;
+mod volume;
 mod window;
 
 pub fn register(r: &mut Registry) {
@@ -37,6 +41,10 @@ pub fn register(r: &mut Registry) {
     r.add("MaxPool", pool::max_pool);
     r.add("MaxPoolV2", pool::max_pool_v2);
     r.add("AvgPool", pool::avg_pool);
+    r.add("Conv3D", conv3d::conv3d);
+    r.add("Conv3DBackpropInputV2", conv3d::conv3d_backprop_input_v2);
+    r.add("MaxPool3D", pool3d::max_pool3d);
+    r.add("AvgPool3D", pool3d::avg_pool3d);
     for op in ["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"] {
         r.add(op, batchnorm::fused_batch_norm);
     }

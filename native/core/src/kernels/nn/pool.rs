@@ -152,7 +152,7 @@ fn max_pool_tensor(pool: &Pool, x: &Tensor) -> KResult<Tensor> {
 
 /// Half-type results that rounded the f32 lowest value to -inf hold the type's own lowest
 /// finite value instead (a max pool never yields -inf).
-fn finite_halves(storage: Storage) -> Storage {
+pub(super) fn finite_halves(storage: Storage) -> Storage {
     let fix = |mut v: Vec<u16>, minus_inf: u16, lowest: u16| {
         v.iter_mut()
             .filter(|b| **b == minus_inf)

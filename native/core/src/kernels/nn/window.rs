@@ -88,7 +88,36 @@ impl Spec {
     }
 
     fn axis(&self, d: usize, size: usize, window: usize) -> KResult<Axis> {
-        let (stride, dilation) = (self.strides[d], self.dilations[d]);
+        let geometry = Window {
+            size,
+            window,
+            stride: self.strides[d],
+            dilation: self.dilations[d],
+        };
+        geometry.axis(self.padding, self.explicit[d])
+    }
+}
+
+/// One spatial axis of a windowed op before padding is resolved: the input size, the window
+/// and its stride and dilation.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub size: usize,
+    pub window: usize,
+    pub stride: usize,
+    pub dilation: usize,
+}
+
+impl Window {
+    /// The axis under `padding` (`explicit` is (before, after), used unless SAME), with
+    /// TensorFlow's output size and its error for a window that does not fit.
+    pub fn axis(self, padding: Padding, explicit: [usize; 2]) -> KResult<Axis> {
+        let Window {
+            size,
+            window,
+            stride,
+            dilation,
+        } = self;
         let big = |x: usize| i64::try_from(x).map_err(|_| fail(format!("size {x} is too large")));
         let (size_i, stride_i) = (big(size)?, big(stride)?);
         let extent = (big(window)? - 1)
@@ -99,14 +128,14 @@ impl Spec {
                     "window {window} dilated by {dilation} is too large"
                 ))
             })?;
-        let (before, out) = match self.padding {
+        let (before, out) = match padding {
             Padding::Same => {
                 let out = trunc_div(size_i.saturating_add(stride_i - 1), stride_i);
                 let needed = ((out - 1).saturating_mul(stride_i) + extent - size_i).max(0);
                 (needed / 2, out)
             }
             Padding::Valid | Padding::Explicit => {
-                let [before, after] = self.explicit[d];
+                let [before, after] = explicit;
                 let padded = size_i
                     .saturating_add(big(before)?)
                     .saturating_add(big(after)?);

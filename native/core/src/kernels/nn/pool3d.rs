@@ -1,0 +1,256 @@
+//! MaxPool3D and AvgPool3D (Keras' MaxPooling3D and AveragePooling3D): direct loops over
+//! NDHWC, one output row of channels at a time, rows spread over threads when the work is
+//! large. As in the 2-D pools (pool.rs), max pooling starts from the dtype's lowest finite
+//! value and takes an element only if it compares greater (NaNs are skipped, as TensorFlow's
+//! are), and average pooling divides by the number of input (not padding) elements a window
+//! covers. NCDHW is transposed in and out.
+
+use rayon::prelude::*;
+
+use crate::engine::attrs::Attrs;
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
+use crate::kernels::nn::gemm::PARALLEL_WORK;
+use crate::kernels::nn::num::{run_float, run_real, Float, FloatOp, Real, RealOp, FLOATS};
+use crate::kernels::nn::pool::finite_halves;
+use crate::kernels::nn::volume::{
+    channels_first, ndhwc, padding, positive, rank5, split, stored, to_first, to_last, Spec3,
+};
+use crate::kernels::nn::window::Axis;
+use crate::kernels::util::make;
+use crate::tensor::{element_count, Tensor};
+
+/// Validated pooling attrs.
+#[derive(Clone, Debug)]
+struct Pool {
+    spec: Spec3,
+    window: [usize; 3],
+}
+
+fn pool_spec(attrs: &Attrs) -> Result<Pool, String> {
+    let channels_first = channels_first(attrs)?;
+    let ksize = attrs.ints("ksize")?;
+    let strides = attrs.ints("strides")?;
+    let k = split(&ksize, channels_first, "Sliding window ksize")?;
+    let s = split(&strides, channels_first, "Sliding window strides")?;
+    if k.iter().chain(&s).any(|&v| v <= 0) {
+        return Err(format!(
+            "ksize and strides must be positive, got {ksize:?} and {strides:?}"
+        ));
+    }
+    if k[0] != 1 || s[0] != 1 {
+        return Err("Pooling is not yet supported on the batch dimension.".into());
+    }
+    if k[4] != 1 || s[4] != 1 {
+        return Err("Pooling is not yet supported on the depth dimension.".into());
+    }
+    Ok(Pool {
+        spec: Spec3 {
+            channels_first,
+            strides: positive(s, "strides")?,
+            dilations: [1; 3],
+            padding: padding(attrs)?,
+        },
+        window: positive(k, "ksize")?,
+    })
+}
+
+pub fn max_pool3d(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let pool = pool_spec(&node.attrs)?;
+    Ok(boxed(move |_, inputs| {
+        let x = tensor_input(inputs, 0)?;
+        let call = Call::new(&pool, &x)?;
+        let storage = run_real(&call, &[&x], &FLOATS, "MaxPool3D")?;
+        one(make(call.shape(), finite_halves(storage))?)
+    }))
+}
+
+pub fn avg_pool3d(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let pool = pool_spec(&node.attrs)?;
+    Ok(boxed(move |_, inputs| {
+        let x = tensor_input(inputs, 0)?;
+        let call = Call::new(&pool, &x)?;
+        let storage = run_float(&call, &[&x], &FLOATS, "AvgPool3D")?;
+        one(make(call.shape(), storage)?)
+    }))
+}
+
+/// One pooling: its NDHWC input and output shapes and windows.
+struct Call {
+    input: [usize; 5],
+    out: [usize; 5],
+    axes: [Axis; 3],
+    /// The input's shape as stored (NCDHW or NDHWC).
+    x_stored: [usize; 5],
+    channels_first: bool,
+}
+
+impl Call {
+    fn new(pool: &Pool, x: &Tensor) -> KResult<Self> {
+        let x_stored = rank5(x.shape(), "input")?;
+        let input = ndhwc(x_stored, pool.spec.channels_first);
+        let [n, d, h, w, c] = input;
+        let axes = pool.spec.axes([d, h, w], pool.window)?;
+        let out = [n, axes[0].out, axes[1].out, axes[2].out, c];
+        element_count(&out).ok_or_else(|| fail(format!("output shape {out:?} is too large")))?;
+        Ok(Self {
+            input,
+            out,
+            axes,
+            x_stored,
+            channels_first: pool.spec.channels_first,
+        })
+    }
+
+    /// The output shape as stored.
+    fn shape(&self) -> Vec<usize> {
+        stored(self.out, self.channels_first)
+    }
+
+    /// Runs `pixel(x, window, acc)` for every output position (NDHWC), `window` the input
+    /// positions' first elements, over the NDHWC input, in and out of NCDHW.
+    fn each_output<T: Copy + Default + Send + Sync>(
+        &self,
+        x: &[T],
+        pixel: impl Fn(&[T], &mut dyn Iterator<Item = usize>, &mut [T]) + Sync,
+    ) -> Vec<T> {
+        let transposed;
+        let x = if self.channels_first {
+            transposed = to_last(x, self.x_stored);
+            &transposed
+        } else {
+            x
+        };
+        let [_, od, oh, ow, c] = self.out;
+        let [_, d, h, w, _] = self.input;
+        let [ad, ah, aw] = self.axes;
+        let mut out = vec![T::default(); self.out.iter().product()];
+        let row_len = ow * c;
+        let fill = |(r, row): (usize, &mut [T])| {
+            let (rest, y) = (r / oh.max(1), r % oh.max(1));
+            let (image, z) = (rest / od.max(1), rest % od.max(1));
+            for (ox, acc) in row.chunks_exact_mut(c.max(1)).enumerate() {
+                let mut window = ad.taps(z, d).flat_map(|i| {
+                    let zi = z * ad.stride + i - ad.before;
+                    ah.taps(y, h).flat_map(move |j| {
+                        let yi = y * ah.stride + j - ah.before;
+                        aw.taps(ox, w).map(move |k| {
+                            let xi = ox * aw.stride + k - aw.before;
+                            (((image * d + zi) * h + yi) * w + xi) * c
+                        })
+                    })
+                });
+                pixel(x, &mut window, acc);
+            }
+        };
+        if row_len > 0 {
+            let taps = self.axes.iter().map(|a| a.window).product::<usize>();
+            if out.len().saturating_mul(taps) >= PARALLEL_WORK && out.len() > row_len {
+                out.par_chunks_mut(row_len).enumerate().for_each(fill);
+            } else {
+                out.chunks_mut(row_len).enumerate().for_each(fill);
+            }
+        }
+        if self.channels_first {
+            to_first(&out, self.out)
+        } else {
+            out
+        }
+    }
+}
+
+impl RealOp for Call {
+    fn run<T: Real>(&self, inputs: &[&[T]]) -> KResult<Vec<T>> {
+        let [x] = inputs else {
+            return Err(fail("MaxPool3D takes 1 input"));
+        };
+        Ok(self.each_output(x, |x, window, acc| {
+            acc.fill(T::LOWEST);
+            for start in window {
+                let Some(pixel) = x.get(start..start + acc.len()) else {
+                    continue;
+                };
+                // A select rather than a conditional store, so the loop vectorizes (NaN is
+                // never taken).
+                for (a, &v) in acc.iter_mut().zip(pixel) {
+                    *a = if v > *a { v } else { *a };
+                }
+            }
+        }))
+    }
+}
+
+impl FloatOp for Call {
+    fn run<T: Float>(&self, inputs: &[&[T]]) -> KResult<Vec<T>> {
+        let [x] = inputs else {
+            return Err(fail("AvgPool3D takes 1 input"));
+        };
+        Ok(self.each_output(x, |x, window, acc| {
+            let mut count = 0usize;
+            for start in window {
+                let Some(pixel) = x.get(start..start + acc.len()) else {
+                    continue;
+                };
+                count += 1;
+                for (a, &v) in acc.iter_mut().zip(pixel) {
+                    *a = a.add(v);
+                }
+            }
+            let divisor = T::from_f64(count as f64);
+            for a in acc.iter_mut() {
+                *a = *a / divisor;
+            }
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::nn::window::Padding;
+    use crate::tensor::Storage;
+
+    fn pool(window: [usize; 3], strides: [usize; 3], padding: Padding) -> Pool {
+        Pool {
+            spec: Spec3 {
+                channels_first: false,
+                strides,
+                dilations: [1; 3],
+                padding,
+            },
+            window,
+        }
+    }
+
+    #[test]
+    fn same_padding_averages_valid_elements_and_max_skips_nan() {
+        let x = Tensor::from_vec(
+            vec![1, 2, 2, 2, 1],
+            vec![f32::NAN, 1.0, f32::NEG_INFINITY, 2.0, 3.0, 4.0, 5.0, 6.0],
+        );
+        let p = pool([2; 3], [1; 3], Padding::Same);
+        let call = Call::new(&p, &x).unwrap();
+        let max = run_real(&call, &[&x], &FLOATS, "MaxPool3D").unwrap();
+        let Storage::Float32(max) = max else {
+            panic!("dtype")
+        };
+        assert_eq!(max, vec![6.0, 6.0, 6.0, 6.0, 6.0, 6.0, 6.0, 6.0]);
+        let y = Tensor::from_vec(vec![1, 1, 2, 2, 1], vec![1.0f32, 2.0, 3.0, 4.0]);
+        let call = Call::new(&p, &y).unwrap();
+        let avg = run_float(&call, &[&y], &FLOATS, "AvgPool3D").unwrap();
+        assert_eq!(avg, Storage::Float32(vec![2.5, 3.0, 3.5, 4.0]));
+        let all_nan = Tensor::from_vec(vec![1, 1, 1, 1, 1], vec![f32::NAN]);
+        let call = Call::new(&p, &all_nan).unwrap();
+        let max = run_real(&call, &[&all_nan], &FLOATS, "MaxPool3D").unwrap();
+        assert_eq!(max, Storage::Float32(vec![f32::MIN]));
+    }
+
+    #[test]
+    fn valid_windows_larger_than_the_input_give_empty_outputs() {
+        let x = Tensor::from_vec(vec![1, 1, 2, 2, 1], vec![1.0f32; 4]);
+        let call = Call::new(&pool([2, 1, 1], [1; 3], Padding::Valid), &x).unwrap();
+        assert_eq!(call.shape(), vec![1, 0, 2, 2, 1]);
+        assert!(run_float(&call, &[&x], &FLOATS, "AvgPool3D")
+            .unwrap()
+            .is_empty());
+    }
+}
