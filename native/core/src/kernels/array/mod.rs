@@ -23,10 +23,12 @@ mod segment;
 mod shape;
 mod slice;
 mod space;
+mod tensor_array;
 mod unique;
 
 pub fn register(r: &mut Registry) {
     shape::register(r);
+    tensor_array::register(r);
     layout::register(r);
     slice::register(r);
     join::register(r);
