@@ -99,9 +99,10 @@ fn fetching_an_untaken_branch_is_an_error() {
     let mut g = conditional();
     g.retain(|n| n.name != "out");
     g.push(node("out", "Identity", &["t"], vec![]));
+    // The fetch reads through the Identity: the tensor named is the branch's.
     let err = run(&g, -2.0, true).unwrap_err().to_string();
     assert!(
-        err.contains("'out:0' has no value") && err.contains("untaken branch"),
+        err.contains("'t:0' has no value") && err.contains("untaken branch"),
         "{err}"
     );
 }
