@@ -1,5 +1,6 @@
-"""TensorFlow 1 control flow (Switch/Merge, Enter/Exit/NextIteration frames, TensorArrayV3) on the
-numpy engine, through graphs TensorFlow built and ran: tests/data/tf1 (one feature each, made
+"""TensorFlow 1 control flow (Switch/Merge, Enter/Exit/NextIteration frames, TensorArrayV3) on both
+engines (the numpy one's runtime/frames.py, the native one's engine/frames.rs), through graphs
+TensorFlow built and ran: tests/data/tf1 (one feature each, made
 by tests/data/models/make_models_tf1.py, each run recorded with TensorFlow's outputs or error),
 the frozen tf1_rnn.pb and the tf1_dynamic_rnn SavedModel."""
 from __future__ import annotations
@@ -51,6 +52,32 @@ def test_graph_gives_tensorflows_outputs_or_error(path, run):
     assert core.split(": ")[-1] in str(caught.value)
 
 
+def _binary(path: Path, tmp_path: Path) -> Path:
+    """The graph as a binary GraphDef file (what the native engine reads)."""
+    if path.suffix == ".pb":
+        return path
+    binary = tmp_path / f"{path.stem}.pb"
+    binary.write_bytes(read_graph(path).SerializeToString())
+    return binary
+
+
+@pytest.mark.parametrize("path, run", CASES, ids=[f"{p.stem}-{r}" for p, r in CASES])
+def test_native_engine_gives_tensorflows_outputs_or_error(path, run, tmp_path):
+    """The same runs on the native engine's frame executor; an error must carry TensorFlow's
+    message and name the node."""
+    feeds, expected, error = _runs(path)[run]
+    model = load_graph(_binary(path, tmp_path), engine="native")
+    if error is None:
+        assert_matches(model.signatures["serving_default"](**feeds), expected, f"{path.name}:{run}")
+        return
+    with pytest.raises(NodeError) as caught:
+        model.signatures["serving_default"](**feeds)
+    lines = error.splitlines()
+    node = lines[3].removeprefix("Node: ").strip("'")
+    assert f'"{node}"' in str(caught.value)
+    assert re.sub(r"^TensorArray \S+: ", "", lines[4]) in str(caught.value)
+
+
 def test_results_do_not_depend_on_parallel_iterations():
     """The same loops built with parallel_iterations 10 and 1 (TensorFlow recorded both)."""
     many, one = (load_graph(DATA / "tf1" / name, engine="numpy") for name in
@@ -60,21 +87,25 @@ def test_results_do_not_depend_on_parallel_iterations():
                                   one.signatures["serving_default"](**feeds)["acc"])
 
 
-def test_frozen_tf1_graph_with_dynamic_rnn_runs_on_numpy():
+@pytest.mark.parametrize("engine", ["auto", "numpy"])
+def test_frozen_tf1_graph_with_dynamic_rnn(engine):
+    """Nested loops, a conditional inside a loop, TensorArrays: native when the engine is free
+    to choose."""
     path = DATA / "frozen" / "tf1_rnn.pb"
     io = np.load(path.with_suffix(".io.npz"))
-    model = load(path)
-    assert model.engine == "numpy" and "Enter" in model.engine_reason
+    model = load(path, engine=engine)
+    assert model.engine == ("native" if engine == "auto" else "numpy")
     outputs = model.signatures["serving_default"](**{k[3:]: io[k] for k in io.files if k.startswith("in/")})
     assert_matches(outputs, {k[4:]: io[k] for k in io.files if k.startswith("out/")}, path.name)
 
 
-def test_tf1_saved_model_with_dynamic_rnn_and_ref_variable_in_a_loop():
+@pytest.mark.parametrize("engine", ["numpy", "native"])
+def test_tf1_saved_model_with_dynamic_rnn_and_ref_variable_in_a_loop(engine):
     """RefEnter carries the counter variable into the loop, which assigns to it once per
     iteration: each call adds max(lengths) to it."""
     io = np.load(DATA / "models" / "tf1_dynamic_rnn.io.npz")
     feeds = {k.split("/")[-1]: io[k] for k in io.files if "/in/" in k}
-    model = load(DATA / "models" / "tf1_dynamic_rnn", engine="numpy")
+    model = load(DATA / "models" / "tf1_dynamic_rnn", engine=engine)
     first = model.signatures["serving_default"](**feeds)
     assert_matches(first, {k.split("/")[-1]: io[k] for k in io.files if "/out/" in k}, "tf1_dynamic_rnn")
     again = model.signatures["serving_default"](**feeds)
@@ -87,7 +118,8 @@ REF_FORMS = {"Switch": "RefSwitch", "Merge": "RefMerge", "Enter": "RefEnter", "E
 
 @pytest.mark.parametrize("name, run", [("cond_in_while.pbtxt", "seven"), ("while_in_cond.pbtxt", "loop"),
                                        ("nested_while.pbtxt", "three")])
-def test_the_ref_forms_route_values_as_the_plain_ones(name, run, tmp_path):
+@pytest.mark.parametrize("engine", ["numpy", "native"])
+def test_the_ref_forms_route_values_as_the_plain_ones(name, run, engine, tmp_path):
     """The same graphs with every Switch, Merge, Enter, Exit and NextIteration in its Ref form
     (what TensorFlow 1 builds around reference variables)."""
     graph = read_graph(DATA / "tf1" / name)
@@ -96,7 +128,18 @@ def test_the_ref_forms_route_values_as_the_plain_ones(name, run, tmp_path):
     path = tmp_path / "refs.pb"
     path.write_bytes(graph.SerializeToString())
     feeds, expected, _ = _runs(DATA / "tf1" / name)[run]
-    assert_matches(load_graph(path, engine="numpy").signatures["serving_default"](**feeds), expected, name)
+    assert_matches(load_graph(path, engine=engine).signatures["serving_default"](**feeds), expected, name)
+
+
+def test_a_failed_assert_is_an_error_with_tensorflows_summary_of_its_data():
+    """dynamic_rnn asserts that sequence_length has one entry per batch row."""
+    io = np.load(DATA / "models" / "tf1_dynamic_rnn.io.npz")
+    model = load(DATA / "models" / "tf1_dynamic_rnn", engine="native")
+    x = io["sig/serving_default/in/x"]
+    with pytest.raises(NodeError, match=re.escape(
+            "assertion failed: [Expected shape for Tensor rnn/sequence_length:0 is ] "
+            f"[{x.shape[0]}] [ but saw shape: ] [1]")):
+        model.signatures["serving_default"](x=x, lengths=np.array([1], np.int32))
 
 
 def test_a_loop_on_the_untaken_branch_runs_one_dead_iteration_and_its_exits_are_dead(monkeypatch):

@@ -361,7 +361,12 @@ impl Ir {
     pub fn skip_identities(&mut self) {
         let mut through: HashMap<String, (Vec<Src>, Vec<String>)> = HashMap::new();
         for node in &self.nodes {
-            if PASS_THROUGH.contains(&node.op.as_str()) && node.value.is_none() {
+            // An identity with control inputs waits for their effects (an Assert before a
+            // CheckSeqLen): reading through it would let them be pruned.
+            if PASS_THROUGH.contains(&node.op.as_str())
+                && node.value.is_none()
+                && node.control.is_empty()
+            {
                 through.insert(
                     node.name.clone(),
                     (node.inputs.clone(), node.control.clone()),
@@ -416,7 +421,10 @@ impl Ir {
                         self.place, node.name, node.op
                     ),
                 })?;
-                deps.push(j);
+                // A loop's cycle closes at its Merges; the frame executor runs it.
+                if !crate::engine::frames::is_back_edge(&node.op, &self.nodes[j].op) {
+                    deps.push(j);
+                }
             }
             Ok(deps)
         };

@@ -2,6 +2,7 @@
 
 pub mod attrs;
 pub mod context;
+pub mod frames;
 pub mod frozen;
 pub mod fuse;
 pub mod fuse_lstm;

@@ -45,6 +45,8 @@ pub struct Plan {
     outputs: Vec<Slot>,
     /// The library functions its remaining nodes call or name in attrs (branches, bodies).
     functions: Vec<String>,
+    /// A graph with TensorFlow 1 control flow runs on the frame executor instead of `steps`.
+    frames: Option<crate::engine::frames::FrameGraph>,
 }
 
 /// What a plan computes: for a function, its rets from its args; for a graph, `fetches` from
@@ -70,15 +72,18 @@ impl Plan {
 
     /// How many kernels a call runs (after inlining, folding and fusion).
     pub fn len(&self) -> usize {
-        self.steps.len()
+        self.ops().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
+        self.len() == 0
     }
 
     /// The ops of the steps, in order (for tests of the optimizer and for profiles).
     pub fn ops(&self) -> Vec<&str> {
+        if let Some(frames) = &self.frames {
+            return frames.ops();
+        }
         self.steps.iter().map(|s| s.op.as_str()).collect()
     }
 
@@ -122,6 +127,9 @@ impl Plan {
         function: &str,
         library: &Library,
     ) -> Result<Plan> {
+        if crate::engine::frames::has_frames(&ir) {
+            return Self::with_frames(name, ir, num_args, function, library);
+        }
         let order = ir.order()?;
         let mut consts = Vec::new();
         let mut const_slot: HashMap<(usize, usize), usize> = HashMap::new();
@@ -228,11 +236,50 @@ impl Plan {
             consts,
             outputs,
             functions,
+            frames: None,
+        })
+    }
+
+    /// The plan of a graph with TensorFlow 1 control flow: run by engine::frames.
+    fn with_frames(
+        name: &str,
+        ir: Ir,
+        num_args: usize,
+        function: &str,
+        library: &Library,
+    ) -> Result<Plan> {
+        let graph = crate::engine::frames::FrameGraph::build(&ir, num_args, function, library)?;
+        let mut functions: Vec<String> = Vec::new();
+        for node in ir.nodes.iter().filter(|n| n.value.is_none()) {
+            functions.extend(
+                Attrs::new(&node.attrs)
+                    .all_functions()
+                    .into_iter()
+                    .map(String::from),
+            );
+            if library.has_function(&node.op) {
+                functions.push(node.op.clone());
+            }
+        }
+        functions.sort();
+        functions.dedup();
+        Ok(Plan {
+            name: name.to_string(),
+            place: ir.place,
+            num_args,
+            steps: Vec::new(),
+            consts: Vec::new(),
+            outputs: Vec::new(),
+            functions,
+            frames: Some(graph),
         })
     }
 
     /// Runs the steps in order on `args`; errors name this plan, the node and its op.
     pub fn run(&self, ctx: &RunContext, args: &[Value]) -> KResult {
+        if let Some(frames) = &self.frames {
+            return frames.run(ctx, args);
+        }
         if args.len() != self.num_args {
             return Err(fail(format!(
                 "{} takes {} inputs, got {}",
@@ -316,7 +363,7 @@ impl Plan {
 
 /// The kernel of a node: a registered op's, or a call of the library function the op names;
 /// None if the engine has neither.
-fn make_kernel(
+pub(crate) fn make_kernel(
     node: &IrNode,
     library: &Library,
 ) -> std::result::Result<Option<Box<dyn Kernel>>, String> {

@@ -142,7 +142,7 @@ fn run_while(ctx: &RunContext, cond: &Callee, body: &Callee, mut state: Vec<Valu
 
 /// The truth of input 0 as TensorFlow's If and While read a predicate: a scalar is its value
 /// being nonzero; a non-scalar is whether it has elements.
-fn truth(inputs: &[Value]) -> KResult<bool> {
+pub(crate) fn truth(inputs: &[Value]) -> KResult<bool> {
     let t = tensor_input(inputs, 0)?;
     if t.rank() > 0 {
         return Ok(!t.is_empty());

@@ -7,6 +7,7 @@ use crate::engine::Registry;
 
 pub mod array;
 pub mod control;
+pub mod control_v1;
 pub mod fused;
 pub mod image;
 pub mod math;
@@ -25,6 +26,7 @@ pub fn registry() -> Arc<Registry> {
         .get_or_init(|| {
             let mut r = Registry::default();
             control::register(&mut r);
+            control_v1::register(&mut r);
             state::register(&mut r);
             math::register(&mut r);
             nn::register(&mut r);

@@ -39,9 +39,9 @@ pub fn register(r: &mut Registry) {
 }
 
 /// A partial shape: None for an unknown rank, -1 for an unknown dimension.
-type Partial = Option<Vec<i64>>;
+pub(super) type Partial = Option<Vec<i64>>;
 
-fn shape_text(s: &Partial) -> String {
+pub(super) fn shape_text(s: &Partial) -> String {
     match s {
         None => "<unknown>".into(),
         Some(d) => {
@@ -54,7 +54,7 @@ fn shape_text(s: &Partial) -> String {
     }
 }
 
-fn known(shape: &[usize]) -> Partial {
+pub(super) fn known(shape: &[usize]) -> Partial {
     Some(shape.iter().map(|&d| d as i64).collect())
 }
 
@@ -89,7 +89,7 @@ fn shape_input(t: &Tensor) -> KResult<Partial> {
 }
 
 /// The most specific shape compatible with both; an error if they conflict.
-fn merge(a: &Partial, b: &Partial) -> KResult<Partial> {
+pub(super) fn merge(a: &Partial, b: &Partial) -> KResult<Partial> {
     let (Some(x), Some(y)) = (a, b) else {
         return Ok(a.clone().or_else(|| b.clone()));
     };
@@ -116,7 +116,7 @@ fn merge(a: &Partial, b: &Partial) -> KResult<Partial> {
         .map(Some)
 }
 
-fn compatible(partial: &Partial, shape: &[usize]) -> bool {
+pub(super) fn compatible(partial: &Partial, shape: &[usize]) -> bool {
     match partial {
         None => true,
         Some(p) => {
@@ -125,7 +125,7 @@ fn compatible(partial: &Partial, shape: &[usize]) -> bool {
     }
 }
 
-fn fully_defined(s: &Partial) -> Option<Vec<usize>> {
+pub(super) fn fully_defined(s: &Partial) -> Option<Vec<usize>> {
     s.as_ref()?
         .iter()
         .map(|&d| usize::try_from(d).ok())
@@ -166,7 +166,7 @@ fn check_item(list: &TensorList, item: &Tensor, complaint: &str) -> KResult<()> 
 }
 
 /// A count or index input (any integer scalar or one-element tensor).
-fn count_input(t: &Tensor, what: &str) -> KResult<i64> {
+pub(super) fn count_input(t: &Tensor, what: &str) -> KResult<i64> {
     match any_ints(t, what)?.as_slice() {
         [x] => Ok(*x),
         _ => Err(fail(format!(
@@ -176,12 +176,16 @@ fn count_input(t: &Tensor, what: &str) -> KResult<i64> {
     }
 }
 
-fn zeros_of(shape: &[usize], dtype: DType) -> KResult<Tensor> {
+pub(super) fn zeros_of(shape: &[usize], dtype: DType) -> KResult<Tensor> {
     make(shape.to_vec(), zeros(dtype, checked_count(shape)?))
 }
 
 /// Items stacked along a new first axis; unset items read as zeros of `shape`.
-fn stacked(items: &[Option<Arc<Tensor>>], shape: &[usize], dtype: DType) -> KResult<Tensor> {
+pub(super) fn stacked(
+    items: &[Option<Arc<Tensor>>],
+    shape: &[usize],
+    dtype: DType,
+) -> KResult<Tensor> {
     let blank = if items.iter().any(Option::is_none) {
         Some(Arc::new(zeros_of(shape, dtype)?))
     } else {
@@ -213,7 +217,7 @@ fn stacked(items: &[Option<Arc<Tensor>>], shape: &[usize], dtype: DType) -> KRes
 }
 
 /// Rows of `t` along its first axis as tensors.
-fn rows(t: &Tensor) -> KResult<Vec<Option<Arc<Tensor>>>> {
+pub(super) fn rows(t: &Tensor) -> KResult<Vec<Option<Arc<Tensor>>>> {
     let n = t.shape().first().copied().unwrap_or(0);
     let row_shape = t.shape()[1..].to_vec();
     let inner: usize = super::copy::prod(&row_shape);

@@ -25,10 +25,12 @@ mod shape;
 mod slice;
 mod space;
 mod sparse;
+mod tensor_array;
 mod unique;
 
 pub fn register(r: &mut Registry) {
     shape::register(r);
+    tensor_array::register(r);
     layout::register(r);
     slice::register(r);
     join::register(r);
