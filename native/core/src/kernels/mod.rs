@@ -14,6 +14,7 @@ pub mod nn;
 pub mod parsing;
 pub mod random;
 pub mod rnn;
+pub mod special;
 pub mod state;
 pub mod strings;
 pub mod util;
@@ -33,6 +34,7 @@ pub fn registry() -> Arc<Registry> {
             strings::register(&mut r);
             image::register(&mut r);
             parsing::register(&mut r);
+            special::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             rnn::register(&mut r);
