@@ -9,6 +9,7 @@ pub mod array;
 pub mod control;
 pub mod fused;
 pub mod image;
+pub mod linalg;
 pub mod math;
 pub mod nn;
 pub mod parsing;
@@ -35,6 +36,7 @@ pub fn registry() -> Arc<Registry> {
             image::register(&mut r);
             parsing::register(&mut r);
             special::register(&mut r);
+            linalg::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             rnn::register(&mut r);
