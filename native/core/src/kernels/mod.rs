@@ -15,6 +15,7 @@ pub mod nn;
 pub mod parsing;
 pub mod random;
 pub mod rnn;
+pub mod signal;
 pub mod special;
 pub mod state;
 pub mod strings;
@@ -37,6 +38,7 @@ pub fn registry() -> Arc<Registry> {
             parsing::register(&mut r);
             special::register(&mut r);
             linalg::register(&mut r);
+            signal::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             rnn::register(&mut r);
