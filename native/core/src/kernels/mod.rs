@@ -10,11 +10,14 @@ pub mod control;
 pub mod control_v1;
 pub mod fused;
 pub mod image;
+pub mod linalg;
 pub mod math;
 pub mod nn;
 pub mod parsing;
 pub mod random;
 pub mod rnn;
+pub mod signal;
+pub mod special;
 pub mod state;
 pub mod strings;
 pub mod util;
@@ -35,6 +38,9 @@ pub fn registry() -> Arc<Registry> {
             strings::register(&mut r);
             image::register(&mut r);
             parsing::register(&mut r);
+            special::register(&mut r);
+            linalg::register(&mut r);
+            signal::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             rnn::register(&mut r);
