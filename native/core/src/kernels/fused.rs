@@ -11,8 +11,6 @@
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
 use crate::dtype::DType;
 use crate::engine::fuse::{CHANNEL_AFFINE, FUSED_ACTIVATIONS, SWISH};
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
@@ -22,9 +20,6 @@ use crate::kernels::nn::{
     conv_fused, conv_out_shape, conv_spec, depthwise_fused, depthwise_out_shape, Spec,
 };
 use crate::tensor::Tensor;
-
-/// Elements from which the standalone affine kernel spreads over rayon's threads.
-const PARALLEL_MIN: usize = 1 << 16;
 
 pub fn register(r: &mut Registry) {
     for base in ["Conv2D", "DepthwiseConv2dNative", "MatMul"] {
@@ -245,27 +240,36 @@ fn affine(
     if let Some(last) = shape.last_mut() {
         *last = channels;
     }
-    let pixels = xs.len() / width.max(1);
-    let mut out = vec![0f32; pixels * channels];
-    let block = (1 << 12) / channels + 1;
-    let run = |(o, x): (&mut [f32], &[f32])| {
-        for (row, x) in o.chunks_exact_mut(channels).zip(x.chunks_exact(width)) {
-            for (k, (v, s)) in row.iter_mut().zip(scale).enumerate() {
-                *v = x[k % width] * s;
-            }
-        }
-        apply(o, shift, None, activation);
-    };
-    if out.len() >= PARALLEL_MIN {
-        out.par_chunks_mut(block * channels)
-            .zip(xs.par_chunks(block * width))
-            .for_each(run);
+    let out = if width == channels {
+        tiled_affine(xs, scale, shift, activation)
     } else {
-        out.chunks_mut(block * channels)
-            .zip(xs.chunks(block * width))
-            .for_each(run);
-    }
+        let mut out = Vec::with_capacity(xs.len() * channels);
+        for &x in xs {
+            let start = out.len();
+            out.extend(scale.iter().map(|s| x * s));
+            apply(&mut out[start..], shift, None, activation);
+        }
+        out
+    };
     Ok(Tensor::from_vec(shape, out))
+}
+
+/// activation(x * scale + shift) with `x` whole rows of `scale.len()` channels, in one pass:
+/// scale and shift are repeated into patterns of at least `PATTERN` values, so each inner loop
+/// is long enough to vectorize, and each block is still in cache for the shift's pass.
+fn tiled_affine(x: &[f32], scale: &[f32], shift: &[f32], activation: Activation) -> Vec<f32> {
+    const PATTERN: usize = 1024;
+    let len = scale.len() * PATTERN.div_ceil(scale.len());
+    let repeat = |v: &[f32]| -> Vec<f32> { v.iter().copied().cycle().take(len).collect() };
+    let (scale, shift) = (repeat(scale), repeat(shift));
+    let mut out = Vec::with_capacity(x.len());
+    // Every block (the last included) starts at a row's start, so at the patterns' start.
+    for block in x.chunks(len) {
+        let start = out.len();
+        out.extend(block.iter().zip(&scale).map(|(x, s)| x * s));
+        apply(&mut out[start..], &shift[..block.len()], None, activation);
+    }
+    out
 }
 
 /// TensorFlow's AddV2 on float32, for residuals that broadcast.
