@@ -26,6 +26,9 @@ create_exception!(
     "An error of the native engine: args are (kind, message, missing ops)."
 );
 
+/// Where a model uses an op: `(op, node, function)`, function "" for the top-level graph.
+type OpUse = (String, String, String);
+
 /// The core's error as a `NativeError(kind, message, missing)`; `missing` lists
 /// `(op, node, function)` for an unsupported-ops error and is empty otherwise.
 fn to_py(err: Error) -> PyErr {
@@ -40,7 +43,7 @@ fn to_py(err: Error) -> PyErr {
         Error::Missing { .. } => "missing_file",
         _ => "file_format",
     };
-    let missing: Vec<(String, String, String)> = match &err {
+    let missing: Vec<OpUse> = match &err {
         Error::UnsupportedOps { missing } => missing
             .iter()
             .map(|m| (m.op.clone(), m.node.clone(), m.function.clone()))
@@ -146,7 +149,7 @@ impl NativeModel {
 
     /// The object graph's concrete functions that need ops without a native kernel, as
     /// `(function, [(op, node, function)])`: the model loaded, calling one of them fails.
-    fn unavailable(&self) -> Vec<(String, Vec<(String, String, String)>)> {
+    fn unavailable(&self) -> Vec<(String, Vec<OpUse>)> {
         self.model
             .unavailable()
             .iter()
