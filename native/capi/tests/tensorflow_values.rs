@@ -15,13 +15,28 @@ fn data_dir() -> &'static Path {
 
 /// Whether float32 bytes `ours` match TensorFlow's within float32 tolerance.
 fn close_f32(ours: &[u8], expected: &[u8]) -> Result<(), String> {
-    let floats = |b: &[u8]| -> Vec<f32> {
+    let floats = |b: &[u8]| -> Vec<f64> {
         b.chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .map(|c| f64::from(f32::from_le_bytes(c.try_into().unwrap())))
             .collect()
     };
-    for (i, (x, y)) in floats(ours).into_iter().zip(floats(expected)).enumerate() {
-        if (x - y).abs() > 1e-5 + 1e-4 * y.abs() && !(x.is_nan() && y.is_nan()) {
+    close(&floats(ours), &floats(expected), 1e-5, 1e-4)
+}
+
+/// Whether float64 bytes `ours` match TensorFlow's within float64 tolerance (the engines'
+/// linear algebra and special functions round differently in the last bits).
+fn close_f64(ours: &[u8], expected: &[u8]) -> Result<(), String> {
+    let floats = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    close(&floats(ours), &floats(expected), 1e-9, 1e-7)
+}
+
+fn close(ours: &[f64], expected: &[f64], atol: f64, rtol: f64) -> Result<(), String> {
+    for (i, (x, y)) in ours.iter().zip(expected).enumerate() {
+        if (x - y).abs() > atol + rtol * y.abs() && !(x.is_nan() && y.is_nan()) {
             return Err(format!("element {i}: {x}, expected {y}"));
         }
     }
@@ -68,6 +83,8 @@ fn check_signature(
             ))
         } else if want.dtype() == DT_FLOAT {
             close_f32(&ours, &want.bytes)
+        } else if want.dtype() == DT_DOUBLE {
+            close_f64(&ours, &want.bytes)
         } else if ours == want.bytes {
             Ok(())
         } else {

@@ -20,6 +20,7 @@ use savedmodel_core::protos::{
 };
 
 pub const DT_FLOAT: i32 = 1;
+pub const DT_DOUBLE: i32 = 2;
 pub const DT_INT32: i32 = 3;
 pub const DT_STRING: i32 = 7;
 pub const DT_HALF: i32 = 19;
