@@ -11,10 +11,23 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from savedmodel.protos import types_pb2
-
 REF_OFFSET = 100
 """TensorFlow's reference dtypes (`DT_FLOAT_REF`, ...) are the base enum plus this offset."""
+
+_BASE_NAMES = (
+    "DT_INVALID", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_UINT8", "DT_INT16", "DT_INT8",
+    "DT_STRING", "DT_COMPLEX64", "DT_INT64", "DT_BOOL", "DT_QINT8", "DT_QUINT8", "DT_QINT32",
+    "DT_BFLOAT16", "DT_QINT16", "DT_QUINT16", "DT_UINT16", "DT_COMPLEX128", "DT_HALF",
+    "DT_RESOURCE", "DT_VARIANT", "DT_UINT32", "DT_UINT64", "DT_FLOAT8_E5M2", "DT_FLOAT8_E4M3FN",
+    "DT_FLOAT8_E4M3FNUZ", "DT_FLOAT8_E4M3B11FNUZ", "DT_FLOAT8_E5M2FNUZ", "DT_INT4", "DT_UINT4",
+    "DT_INT2", "DT_UINT2", "DT_FLOAT4_E2M1FN",
+)
+"""types.proto's DataType values in enum order (value = position), written out so that naming
+a dtype imports no protobuf module (tests/test_dtypes.py checks them against types_pb2)."""
+ENUM_VALUES: dict[str, int] = ({name: value for value, name in enumerate(_BASE_NAMES)}
+                               | {f"{name}_REF": value + REF_OFFSET
+                                  for value, name in enumerate(_BASE_NAMES) if value})
+_ENUM_NAMES = {value: name for name, value in ENUM_VALUES.items()}
 
 
 @dataclass(frozen=True)
@@ -36,11 +49,11 @@ class DType:
     @property
     def enum_name(self) -> str:
         """The enum's symbolic name, e.g. `DT_FLOAT`."""
-        return types_pb2.DataType.Name(self.enum)
+        return _ENUM_NAMES[self.enum]
 
     @property
     def is_string(self) -> bool:
-        return self.enum == types_pb2.DT_STRING
+        return self.enum == ENUM_VALUES["DT_STRING"]
 
     def __repr__(self) -> str:
         return f"savedmodel.{self.name}"
@@ -49,7 +62,7 @@ class DType:
 def _row(enum_name: str, name: str, numpy_type, field: str) -> DType:
     numpy_dtype = None if numpy_type is None else np.dtype(numpy_type)
     width = 0 if numpy_dtype is None or numpy_dtype.kind == "O" else numpy_dtype.itemsize
-    return DType(types_pb2.DataType.Value(enum_name), name, numpy_dtype, width, field)
+    return DType(ENUM_VALUES[enum_name], name, numpy_dtype, width, field)
 
 
 _ROWS = (
@@ -79,9 +92,9 @@ _ROWS = (
 )
 
 _BY_ENUM = {row.enum: row for row in _ROWS}
-_BY_NAME = {row.name: row for row in _ROWS} | {"half": _BY_ENUM[types_pb2.DT_HALF],
-                                                 "float": _BY_ENUM[types_pb2.DT_FLOAT],
-                                                 "double": _BY_ENUM[types_pb2.DT_DOUBLE]}
+_BY_NAME = {row.name: row for row in _ROWS} | {"half": _BY_ENUM[ENUM_VALUES["DT_HALF"]],
+                                                 "float": _BY_ENUM[ENUM_VALUES["DT_FLOAT"]],
+                                                 "double": _BY_ENUM[ENUM_VALUES["DT_DOUBLE"]]}
 _BY_NUMPY = {row.numpy: row for row in _ROWS if row.numpy is not None and row.numpy.kind != "O"}
 
 ALL: tuple[DType, ...] = _ROWS
@@ -102,8 +115,8 @@ def from_enum(enum: int) -> DType:
 
 def from_name(name: str) -> DType:
     """The row for a TensorFlow dtype name such as `float32` or `DT_FLOAT`."""
-    if name.startswith("DT_") and name in types_pb2.DataType.keys():
-        return from_enum(types_pb2.DataType.Value(name))
+    if name in ENUM_VALUES:
+        return from_enum(ENUM_VALUES[name])
     row = _BY_NAME.get(name)
     if row is None:
         raise UnknownDTypeError(f"unknown dtype name {name!r}; known: {', '.join(sorted(_BY_NAME))}")
@@ -114,7 +127,7 @@ def from_numpy(dtype) -> DType:
     """The row for a numpy dtype; numpy strings, bytes and objects are `string`."""
     dtype = np.dtype(dtype)
     if dtype.kind in "OSU":
-        return _BY_ENUM[types_pb2.DT_STRING]
+        return _BY_ENUM[ENUM_VALUES["DT_STRING"]]
     row = _BY_NUMPY.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype)
     if row is None:
         raise UnknownDTypeError(f"numpy dtype {dtype} has no TensorFlow data type")
@@ -132,8 +145,10 @@ def as_dtype(value) -> DType:
     return from_numpy(value)
 
 
+def enum_name(enum: int) -> str | None:
+    """The DataType enum's symbolic name for `enum` (`DT_FLOAT`), None if it names none."""
+    return _ENUM_NAMES.get(enum)
+
+
 def _enum_label(enum: int) -> str:
-    try:
-        return types_pb2.DataType.Name(enum)
-    except ValueError:
-        return "not a DataType"
+    return _ENUM_NAMES.get(enum, "not a DataType")

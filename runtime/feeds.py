@@ -8,7 +8,6 @@ import numpy as np
 
 from savedmodel.runtime.dtypes import DType
 from savedmodel.runtime.errors import SavedModelError, TensorProtoError
-from savedmodel.runtime.tensor_proto import string_array
 
 
 class FeedError(SavedModelError, TypeError):
@@ -41,6 +40,8 @@ def _as_numeric(value, dtype: DType, where: str) -> np.ndarray:
 
 
 def _as_string_array(value, where: str) -> np.ndarray:
+    # Imported here: tensor_proto loads protobuf, which numeric feeds on the native engine skip.
+    from savedmodel.runtime.tensor_proto import string_array
     try:
         return string_array(value)
     except TensorProtoError as err:

@@ -14,17 +14,14 @@ import operator
 import time
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
-from savedmodel.runtime import deadline, structure
 from savedmodel.runtime.deadline import DeadlineExceededError
 from savedmodel.runtime.deadline import current as _current_deadline
 from savedmodel.runtime.dtypes import from_name, from_numpy
 from savedmodel.runtime.errors import (FileAccessError, FileFormatError, GraphError, NodeError, SavedModelError,
                                        UnknownSignatureError)
 from savedmodel.runtime.feeds import FeedError, to_input
-from savedmodel.runtime.object_graph import ConcreteFunction, check_object_graph, restored_functions
 from savedmodel.runtime.registry import UnsupportedOpError
 from savedmodel.runtime.signatures import Signatures
 from savedmodel.runtime.specs import TensorSpecInfo
@@ -99,13 +96,10 @@ def load_native(export_dir: str | Path, tags=("serve",), *, allow_file_access: b
     if path.is_file():
         inner = _call(_native.NativeModel.load_graph_def, str(path), allow_file_access, out)
         return NativeModel(path, inner)
+    # The extension checks the object graph's ids as it loads (so a damaged graph is a load
+    # error, as on the numpy engine); its methods are bound on first use of `functions`.
     inner = _call(_native.NativeModel.load, str(path), list(tags), allow_file_access, out)
-    model = NativeModel(path, inner, tuple(tags))
-    # The object graph is checked, and every saved function's signature bound, at load, so
-    # that a damaged one is a load error here as on the numpy engine.
-    check_object_graph(model._object_graph, str(path))
-    _ = model.functions
-    return model
+    return NativeModel(path, inner, tuple(tags))
 
 
 class NativeModel:
@@ -148,10 +142,13 @@ class NativeModel:
     @functools.cached_property
     def functions(self) -> dict:
         """The object graph's methods by dotted path, as the numpy engine's Model has them;
-        they run on the native engine and share its variables and tables."""
+        they run on the native engine and share its variables and tables. Bound on first use
+        (a damaged saved signature is a FileFormatError here), so that a process that only
+        calls signatures imports no protobuf module."""
         if self._object_graph is None:
             return {}
-        return restored_functions(self, NativeConcreteFunction)
+        from savedmodel.runtime.native_functions import bind
+        return bind(self)
 
     def __repr__(self) -> str:
         return f"<NativeModel {str(self.export_dir)!r} signatures={list(self.signatures)}>"
@@ -242,20 +239,7 @@ class NativeSignature:
         return f"<Signature {self.name!r} inputs={list(self.inputs)} outputs={list(self.outputs)}>"
 
 
-class NativeConcreteFunction(ConcreteFunction):
-    """A concrete function of the object graph, bound as the numpy engine binds it (runtime.
-    loader), run by the native engine."""
-
-    def call(self, flat: list):
-        args = [(from_numpy(a.dtype).name, _to_native(a)) for a in flat]
-        limit = deadline.current()
-        timeout = None if limit is None else max(0.0, limit.at - time.monotonic())
-        outputs = _call(self._model._inner.call_function, self.name, args, timeout)
-        return structure.pack_tensors(self.output_structure, [_from_native(d, v) for d, v in outputs],
-                                      f"concrete function {self.name!r}")
-
-
-_BITS = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+_BITS = {"float16": np.float16, "bfloat16": from_name("bfloat16").numpy}
 _PAIRS = {"complex64": np.float32, "complex128": np.float64}
 
 

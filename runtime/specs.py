@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from savedmodel.protos import types_pb2
-from savedmodel.runtime.tensor_proto import shape_from_proto
+from savedmodel.runtime.dtypes import enum_name
 
 if TYPE_CHECKING:
     from savedmodel.protos import meta_graph_pb2
@@ -33,6 +32,7 @@ class TensorSpecInfo:
             name = "(composite)"
         else:
             name = info.name
+        from savedmodel.runtime.tensor_proto import shape_from_proto  # only the file reader's side
         return cls(key, _enum_label(info.dtype), shape_from_proto(info.tensor_shape), name, encoding)
 
 
@@ -45,7 +45,4 @@ class SignatureInfo:
 
 
 def _enum_label(enum: int) -> str:
-    try:
-        return types_pb2.DataType.Name(enum)
-    except ValueError:
-        return f"DataType({enum})"
+    return enum_name(enum) or f"DataType({enum})"

@@ -139,3 +139,14 @@ def test_tensorflow_reads_our_serialization(tf, model):
     ours = read_message(model / "saved_model.pb", saved_model_pb2.SavedModel)
     theirs = tf_saved_model_pb2.SavedModel.FromString(ours.SerializeToString(deterministic=True))
     assert str(theirs) == str(ours)
+
+
+def test_the_dtype_table_names_types_protos_enum_values():
+    """runtime.dtypes writes DataType's values out (so naming a dtype imports no protobuf):
+    they must be types.proto's, every one."""
+    from savedmodel.protos import types_pb2
+    from savedmodel.runtime import dtypes
+
+    assert dtypes.ENUM_VALUES == dict(types_pb2.DataType.items())
+    assert all(dtypes.enum_name(value) == name for name, value in types_pb2.DataType.items())
+    assert dtypes.enum_name(99) is None

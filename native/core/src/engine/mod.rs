@@ -11,6 +11,7 @@ pub mod ir;
 pub mod kernel;
 pub mod library;
 pub mod model;
+pub mod object_graph;
 pub mod pad_fold;
 pub mod plan;
 pub mod profile;

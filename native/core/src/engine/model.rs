@@ -134,6 +134,9 @@ impl Model {
         mut meta_graph: MetaGraphDef,
         options: &LoadOptions,
     ) -> Result<Model> {
+        if let Some(objects) = &meta_graph.object_graph_def {
+            crate::engine::object_graph::check(objects, &export_dir)?;
+        }
         let files = file_access(&export_dir, options);
         let op_list = meta_graph
             .meta_info_def
@@ -837,7 +840,7 @@ impl Model {
                 key: Some(OBJECT_GRAPH_KEY.into()),
                 source,
             })?;
-        let paths = object_paths(objects);
+        let paths = crate::engine::object_graph::object_paths(objects);
         let mut by_node: HashMap<usize, Resource> = HashMap::new();
         for (node_id, node) in objects.nodes.iter().enumerate() {
             let Some(Kind::Variable(saved)) = &node.kind else {
@@ -1268,7 +1271,6 @@ fn file_access(export_dir: &Path, options: &LoadOptions) -> FileAccess {
     }
 }
 
-/// The dotted path of every object reachable from the root, first path found wins.
 /// For each tensor leaf of a structure, in TensorFlow's flattening order (dict entries sorted
 /// by key), the key of the dict entry that holds it directly (None outside a dict).
 fn leaf_keys(structure: Option<&crate::protos::StructuredValue>) -> Vec<Option<String>> {
@@ -1302,34 +1304,6 @@ fn leaf_keys(structure: Option<&crate::protos::StructuredValue>) -> Vec<Option<S
         walk(value, None, &mut out);
     }
     out
-}
-
-fn object_paths(objects: &crate::protos::SavedObjectGraph) -> HashMap<usize, String> {
-    let mut paths = HashMap::new();
-    let mut queue = std::collections::VecDeque::from([(0usize, String::new())]);
-    let mut seen = HashSet::from([0usize]);
-    while let Some((id, path)) = queue.pop_front() {
-        let Some(node) = objects.nodes.get(id) else {
-            continue;
-        };
-        if !path.is_empty() {
-            paths.insert(id, path.clone());
-        }
-        for child in &node.children {
-            let Ok(child_id) = usize::try_from(child.node_id) else {
-                continue;
-            };
-            if seen.insert(child_id) {
-                let child_path = if path.is_empty() {
-                    child.local_name.clone()
-                } else {
-                    format!("{path}.{}", child.local_name)
-                };
-                queue.push_back((child_id, child_path));
-            }
-        }
-    }
-    paths
 }
 
 fn named(signature: &str, err: Error) -> Error {

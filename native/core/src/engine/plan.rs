@@ -135,7 +135,6 @@ impl Plan {
         let mut const_slot: HashMap<(usize, usize), usize> = HashMap::new();
         let mut step_of: HashMap<usize, usize> = HashMap::new();
         let mut missing = Vec::new();
-        let mut functions = Vec::new();
         let mut steps = Vec::new();
         let mut slot =
             |src: &Src, consts: &mut Vec<Value>, step_of: &HashMap<usize, usize>| -> Result<Slot> {
@@ -177,15 +176,6 @@ impl Plan {
             if node.value.is_some() {
                 continue;
             }
-            functions.extend(
-                Attrs::new(&node.attrs)
-                    .all_functions()
-                    .into_iter()
-                    .map(String::from),
-            );
-            if library.has_function(&node.op) {
-                functions.push(node.op.clone());
-            }
             let inputs = node
                 .inputs
                 .iter()
@@ -226,8 +216,7 @@ impl Plan {
             .map(|s| slot(s, &mut consts, &step_of))
             .collect::<Result<Vec<Slot>>>()?;
         plan_frees(&mut steps, &outputs);
-        functions.sort();
-        functions.dedup();
+        let functions = called_functions(&ir, library);
         Ok(Plan {
             name: name.to_string(),
             place: ir.place,
@@ -249,20 +238,7 @@ impl Plan {
         library: &Library,
     ) -> Result<Plan> {
         let graph = crate::engine::frames::FrameGraph::build(&ir, num_args, function, library)?;
-        let mut functions: Vec<String> = Vec::new();
-        for node in ir.nodes.iter().filter(|n| n.value.is_none()) {
-            functions.extend(
-                Attrs::new(&node.attrs)
-                    .all_functions()
-                    .into_iter()
-                    .map(String::from),
-            );
-            if library.has_function(&node.op) {
-                functions.push(node.op.clone());
-            }
-        }
-        functions.sort();
-        functions.dedup();
+        let functions = called_functions(&ir, library);
         Ok(Plan {
             name: name.to_string(),
             place: ir.place,
@@ -380,6 +356,26 @@ pub(crate) fn make_kernel(
         return Ok(Some(crate::kernels::control::direct_call(&node.op)));
     }
     Ok(None)
+}
+
+/// The library functions a plan's nodes call, by attribute (If/While bodies, PartitionedCall's
+/// `f`) or as their op type, sorted and unique: what the plan needs compiled beside it.
+fn called_functions(ir: &Ir, library: &Library) -> Vec<String> {
+    let mut functions: Vec<String> = Vec::new();
+    for node in ir.nodes.iter().filter(|n| n.value.is_none()) {
+        functions.extend(
+            Attrs::new(&node.attrs)
+                .all_functions()
+                .into_iter()
+                .map(String::from),
+        );
+        if library.has_function(&node.op) {
+            functions.push(node.op.clone());
+        }
+    }
+    functions.sort();
+    functions.dedup();
+    functions
 }
 
 /// Marks, on each step, the earlier steps whose outputs it is the last to read.

@@ -9,7 +9,7 @@
 //! `_SavedModelChannelAffine` is the project's own: a chain of per-channel steps by constants
 //! and an activation that follows no convolution (engine::fuse::fuse_affine), in one pass.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::dtype::DType;
 use crate::engine::fuse::{CHANNEL_AFFINE, FUSED_ACTIVATIONS, SWISH};
@@ -179,7 +179,8 @@ fn activation_of(node: &NodeSpec, rest: &[&str]) -> Option<Result<Activation, St
 
 /// `_SavedModelChannelAffine`: activation(x * scale + shift) per channel (the last dimension,
 /// which may also be 1 and broadcast), one pass; two roundings per element, as the Mul and Add
-/// it replaces make them.
+/// it replaces make them. Scale and shift are the plan's constants, so their repeated patterns
+/// are made on the first call and kept while the same tensors come back.
 fn channel_affine(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     let ops = node.attrs.strings("fused_ops")?;
     let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
@@ -190,6 +191,7 @@ fn channel_affine(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
         .ok()
         .filter(|r| (1..=8).contains(r))
         .ok_or_else(|| format!("rank {rank} is not between 1 and 8"))?;
+    let kept: OnceLock<Patterns> = OnceLock::new();
     Ok(boxed(move |_ctx, inputs| {
         if inputs.len() != 3 {
             return Err(fail(format!("takes 3 inputs, got {}", inputs.len())));
@@ -202,22 +204,56 @@ fn channel_affine(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
             }
         };
         let (x, scale, shift) = (floats(0)?, floats(1)?, floats(2)?);
-        affine(&x, &scale, &shift, rank, activation).map(|t| vec![Value::Tensor(Arc::new(t))])
+        let first = kept.get_or_init(|| Patterns::new(&scale, &shift));
+        let fresh;
+        let patterns = if first.made_of(&scale, &shift) {
+            first
+        } else {
+            fresh = Patterns::new(&scale, &shift);
+            &fresh
+        };
+        affine(&x, patterns, rank, activation).map(|t| vec![Value::Tensor(Arc::new(t))])
     }))
 }
 
+/// Scale and shift, and both repeated into patterns of at least `PATTERN` values (whole
+/// channel rows), so that the inner loops of `tiled_affine` are long enough to vectorize.
+struct Patterns {
+    scale: Arc<Tensor>,
+    shift: Arc<Tensor>,
+    tiled_scale: Vec<f32>,
+    tiled_shift: Vec<f32>,
+}
+
+impl Patterns {
+    const PATTERN: usize = 1024;
+
+    fn new(scale: &Arc<Tensor>, shift: &Arc<Tensor>) -> Patterns {
+        let repeat = |t: &Tensor| -> Vec<f32> {
+            let values = t.values::<f32>().unwrap_or(&[]);
+            let len = values.len() * Self::PATTERN.div_ceil(values.len().max(1));
+            values.iter().copied().cycle().take(len).collect()
+        };
+        Patterns {
+            tiled_scale: repeat(scale),
+            tiled_shift: repeat(shift),
+            scale: scale.clone(),
+            shift: shift.clone(),
+        }
+    }
+
+    /// Whether these patterns were made of these very tensors (held here, so never reused).
+    fn made_of(&self, scale: &Arc<Tensor>, shift: &Arc<Tensor>) -> bool {
+        Arc::ptr_eq(&self.scale, scale) && Arc::ptr_eq(&self.shift, shift)
+    }
+}
+
 /// The body of `_SavedModelChannelAffine` on float32 tensors.
-fn affine(
-    x: &Tensor,
-    scale: &Tensor,
-    shift: &Tensor,
-    rank: usize,
-    activation: Activation,
-) -> KResult<Tensor> {
+fn affine(x: &Tensor, patterns: &Patterns, rank: usize, activation: Activation) -> KResult<Tensor> {
     let (Some(xs), Some(scale), Some(shift)) = (
         x.values::<f32>(),
-        scale.values::<f32>(),
-        shift.values::<f32>(),
+        patterns.scale.values::<f32>(),
+        patterns.shift.values::<f32>(),
     ) else {
         return Err(fail("inputs must be float32"));
     };
@@ -241,7 +277,7 @@ fn affine(
         *last = channels;
     }
     let out = if width == channels {
-        tiled_affine(xs, scale, shift, activation)
+        tiled_affine(xs, &patterns.tiled_scale, &patterns.tiled_shift, activation)
     } else {
         let mut out = Vec::with_capacity(xs.len() * channels);
         for &x in xs {
@@ -254,19 +290,14 @@ fn affine(
     Ok(Tensor::from_vec(shape, out))
 }
 
-/// activation(x * scale + shift) with `x` whole rows of `scale.len()` channels, in one pass:
-/// scale and shift are repeated into patterns of at least `PATTERN` values, so each inner loop
-/// is long enough to vectorize, and each block is still in cache for the shift's pass.
+/// activation(x * scale + shift) with `x` whole rows of channels and `scale`/`shift` their
+/// repeated patterns, in one pass: each block is still in cache for the shift's pass.
 fn tiled_affine(x: &[f32], scale: &[f32], shift: &[f32], activation: Activation) -> Vec<f32> {
-    const PATTERN: usize = 1024;
-    let len = scale.len() * PATTERN.div_ceil(scale.len());
-    let repeat = |v: &[f32]| -> Vec<f32> { v.iter().copied().cycle().take(len).collect() };
-    let (scale, shift) = (repeat(scale), repeat(shift));
     let mut out = Vec::with_capacity(x.len());
     // Every block (the last included) starts at a row's start, so at the patterns' start.
-    for block in x.chunks(len) {
+    for block in x.chunks(scale.len()) {
         let start = out.len();
-        out.extend(block.iter().zip(&scale).map(|(x, s)| x * s));
+        out.extend(block.iter().zip(scale).map(|(x, s)| x * s));
         apply(&mut out[start..], &shift[..block.len()], None, activation);
     }
     out
