@@ -1,7 +1,9 @@
 //! LSTM cell fusion (engine::fuse_lstm) on a hand-built cell as Keras writes it into a While
 //! body: the fifteen ops compile to one `_SavedModelLstmCell` step whose outputs are what the
 //! ops give run one by one, its cell state still reaches every reader, and a cell whose
-//! intermediate result something else reads is left as it is.
+//! intermediate result something else reads is left as it is. And whole-loop fusion
+//! (engine::fuse_rnn): a Keras model's LSTM and GRU While loops compile to
+//! `_SavedModelRnnLoop` steps that give what the While loops give run step by step.
 
 mod common;
 
@@ -15,9 +17,10 @@ use savedmodel_core::engine::library::Library;
 use savedmodel_core::engine::plan::{Plan, Request};
 use savedmodel_core::engine::{run_node, Value};
 use savedmodel_core::kernels::registry;
+use savedmodel_core::kernels::rnn_loop::RNN_LOOP;
 use savedmodel_core::protos::attr_value::Value as A;
 use savedmodel_core::protos::NodeDef;
-use savedmodel_core::Tensor;
+use savedmodel_core::{LoadOptions, Model, Tensor};
 
 const FLOAT: A = A::Type(1);
 const FEEDS: [&str; 6] = ["x", "w", "h", "u", "b", "c"];
@@ -191,4 +194,47 @@ fn a_cell_whose_gate_is_read_elsewhere_is_not_fused() {
         "{:?}",
         plan.ops()
     );
+}
+
+/// The fixture model `name` loaded with the usual kernels and without the fused loop.
+fn fused_and_plain(name: &str) -> (Model, Model) {
+    let dir = common::data_dir().join("models").join(name);
+    let options = LoadOptions::default();
+    let fused = Model::load(&dir, &options).unwrap();
+    let plain = Model::load_with(&dir, &options, Arc::new(registry().without(RNN_LOOP))).unwrap();
+    (fused, plain)
+}
+
+fn loops(model: &Model) -> usize {
+    let signature = model.signature("serving_default").unwrap();
+    signature.ops().iter().filter(|op| **op == RNN_LOOP).count()
+}
+
+#[test]
+fn keras_recurrent_loops_fuse_and_match_the_while_loops() {
+    // Two stacked LSTMs (the first returns sequences); a GRU returning sequences under one
+    // running backwards.
+    for (name, steps, features) in [("lstm_stacked", 6, 3), ("gru", 5, 4)] {
+        let (fused, plain) = fused_and_plain(name);
+        assert_eq!(
+            loops(&fused),
+            2,
+            "{name}: {:?}",
+            fused.signature("serving_default").unwrap().ops()
+        );
+        assert_eq!(loops(&plain), 0, "{name}");
+        for batch in [1, 3, 32] {
+            let shape = vec![batch, steps, features];
+            let x = Tensor::from_vec(shape, values(batch * steps * features, batch as u64));
+            let feeds = vec![("sequence".to_string(), x)];
+            let got = fused.run("serving_default", feeds.clone()).unwrap();
+            let want = plain.run("serving_default", feeds).unwrap();
+            assert_eq!(got.len(), want.len());
+            for ((key, g), (key2, w)) in got.iter().zip(&want) {
+                assert_eq!(key, key2);
+                assert_eq!(g.shape(), w.shape(), "{name} {key}");
+                close(g.values::<f32>().unwrap(), w.values::<f32>().unwrap());
+            }
+        }
+    }
 }

@@ -85,6 +85,18 @@ impl Registry {
         self.ops.contains_key(op)
     }
 
+    /// A copy without `op` (what a plan compiles to when a fused op does not exist).
+    pub fn without(&self, op: &str) -> Registry {
+        Registry {
+            ops: self
+                .ops
+                .iter()
+                .filter(|(name, _)| **name != op)
+                .map(|(name, info)| (*name, *info))
+                .collect(),
+        }
+    }
+
     /// The op names, sorted (for documentation and `--help`).
     pub fn op_names(&self) -> Vec<&'static str> {
         let mut names: Vec<_> = self.ops.keys().copied().collect();

@@ -6,6 +6,7 @@ pub mod frames;
 pub mod frozen;
 pub mod fuse;
 pub mod fuse_lstm;
+pub mod fuse_rnn;
 pub mod graph;
 pub mod ir;
 pub mod kernel;

@@ -102,13 +102,23 @@ pub struct Model {
 impl Model {
     /// Loads the MetaGraphDef of `export_dir` whose tag-set is exactly `options.tags`.
     pub fn load(export_dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Model> {
+        Self::load_with(export_dir, options, crate::kernels::registry())
+    }
+
+    /// [`Model::load`] with the kernels of `registry` (a test compares the plans a registry
+    /// without a fused op compiles with the usual ones).
+    pub fn load_with(
+        export_dir: impl AsRef<Path>,
+        options: &LoadOptions,
+        registry: Arc<crate::engine::Registry>,
+    ) -> Result<Model> {
         let export_dir = export_dir.as_ref().to_path_buf();
         let saved = read_saved_model(&export_dir)?;
         let tags: Vec<&str> = options.tags.iter().map(String::as_str).collect();
         let pb = export_dir.join(crate::saved_model::SAVED_MODEL_PB);
         let meta_graph = find_meta_graph(&saved, &tags, &pb)?.clone();
         drop(saved);
-        Self::from_meta_graph(export_dir, meta_graph, options)
+        Self::from_meta_graph(export_dir, meta_graph, options, registry)
     }
 
     /// Loads a TensorFlow 1 frozen GraphDef file (`.pb`) as a model with one signature,
@@ -126,13 +136,14 @@ impl Model {
         let dir = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        Self::from_meta_graph(dir, meta_graph, options)
+        Self::from_meta_graph(dir, meta_graph, options, crate::kernels::registry())
     }
 
     fn from_meta_graph(
         export_dir: PathBuf,
         mut meta_graph: MetaGraphDef,
         options: &LoadOptions,
+        registry: Arc<crate::engine::Registry>,
     ) -> Result<Model> {
         if let Some(objects) = &meta_graph.object_graph_def {
             crate::engine::object_graph::check(objects, &export_dir)?;
@@ -146,7 +157,7 @@ impl Model {
             .unwrap_or_default();
         let functions = meta_graph.graph_def.as_mut().and_then(|g| g.library.take());
         let graph = meta_graph.graph_def.clone().unwrap_or_default();
-        let library = Library::new(functions, &op_list, crate::kernels::registry(), files);
+        let library = Library::new(functions, &op_list, registry, files);
         let mut model = Model {
             export_dir,
             meta_graph,
@@ -1087,6 +1098,11 @@ impl Model {
 }
 
 impl Signature {
+    /// The ops its plan runs, in order (after inlining, folding and fusion).
+    pub fn ops(&self) -> Vec<&str> {
+        self.plan.ops()
+    }
+
     fn compile(
         name: &str,
         def: &SignatureDef,

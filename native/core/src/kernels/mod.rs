@@ -16,6 +16,7 @@ pub mod nn;
 pub mod parsing;
 pub mod random;
 pub mod rnn;
+pub mod rnn_loop;
 pub mod signal;
 pub mod special;
 pub mod state;
@@ -44,6 +45,7 @@ pub fn registry() -> Arc<Registry> {
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
             rnn::register(&mut r);
+            rnn_loop::register(&mut r);
             Arc::new(r)
         })
         .clone()

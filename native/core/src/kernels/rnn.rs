@@ -25,7 +25,7 @@ use crate::tensor::{Storage, Tensor};
 pub const LSTM_CELL: &str = "_SavedModelLstmCell";
 
 /// Products smaller than this many multiply-adds run as a plain loop (no GEMM setup).
-const SMALL_PRODUCT: usize = 1 << 15;
+pub(crate) const SMALL_PRODUCT: usize = 1 << 15;
 
 pub fn register(r: &mut Registry) {
     if [
@@ -181,12 +181,12 @@ fn fast(t: &[Arc<Tensor>]) -> Option<(Tensor, Tensor)> {
 }
 
 /// As the Sigmoid kernel computes it.
-fn sigmoid(x: f32) -> f32 {
+pub(crate) fn sigmoid(x: f32) -> f32 {
     (1.0 + (-x).exp()).recip()
 }
 
 /// `a [m, k] × b [k, n]`: a plain loop for small products, the MatMul kernel's GEMM otherwise.
-fn matmul(
+pub(crate) fn matmul(
     a: &Tensor,
     b: &Tensor,
     av: &[f32],
