@@ -59,8 +59,11 @@ pub struct Rows<'a> {
     pub blocks: usize,
     /// Pushes the (first element of the input line in x, filter block) pairs of output row
     /// `r`: one per outer tap that reads the input (not padding).
-    pub lines: &'a (dyn Fn(usize, &mut Vec<(usize, usize)>) + Sync),
+    pub lines: Lines<'a>,
 }
+
+/// What pushes the (input line, filter block) pairs of an output row: see [`Rows::lines`].
+pub type Lines<'a> = &'a (dyn Fn(usize, &mut Vec<(usize, usize)>) + Sync);
 
 /// The 2-D convolution `g` of `x` (NHWC) by `filter` (HWIO) into `out`, row by row of output
 /// pixels, `epilogue` applied to each row once. False, with nothing written, when the values
