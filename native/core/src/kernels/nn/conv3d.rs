@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
+use crate::kernels::nn::narrow;
 use crate::kernels::nn::num::{run_num, zeros, Num, NumOp, FLOATS};
 use crate::kernels::nn::volume::{
     conv_spec, ndhwc, position, rank5, split, stored, to_first, to_last, Spec3,
@@ -188,7 +189,7 @@ impl NumOp for Forward {
 fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
     let positions = g.positions();
     let mut out = zeros(positions * g.o)?;
-    if out.is_empty() {
+    if out.is_empty() || direct(g, x, filter, &mut out) {
         return Ok(out);
     }
     let depth = g.depth().max(1);
@@ -217,6 +218,40 @@ fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
         .enumerate()
         .try_for_each(|(i, share)| run(i * per_thread, share))?;
     Ok(out)
+}
+
+/// The convolution by the direct kernel (narrow.rs) when it serves `g`: each output row (along
+/// the width) sums the input lines of its depth and row taps, each by its block of the filter.
+/// False, with nothing written, when it does not.
+fn direct<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> bool {
+    let [d, h, w] = g.size;
+    let [ad, ah, aw] = g.axes;
+    let [od, oh, _] = g.outs().map(|o| o.max(1));
+    let [kd, kh, _] = g.window;
+    if !narrow::serves(g.c, g.o) || x.len() < g.n * d * h * w * g.c {
+        return false;
+    }
+    let lines = |r: usize, lines: &mut Vec<(usize, usize)>| {
+        let (rest, oy) = (r / oh, r % oh);
+        let (image, oz) = (rest / od, rest % od);
+        for i in ad.taps(oz, d) {
+            let z = oz * ad.stride + i * ad.dilation - ad.before;
+            for j in ah.taps(oy, h) {
+                let y = oy * ah.stride + j * ah.dilation - ah.before;
+                lines.push(((((image * d + z) * h + y) * w) * g.c, i * kh + j));
+            }
+        }
+    };
+    let rows = narrow::Rows {
+        cols: aw,
+        w,
+        c: g.c,
+        o: g.o,
+        count: g.n * g.axes[0].out * g.axes[1].out,
+        blocks: kd * kh,
+        lines: &lines,
+    };
+    narrow::run(&rows, x, filter, out, &|_, _| {})
 }
 
 /// The output rows of positions `first..` (as many as `out` holds).
@@ -522,6 +557,78 @@ mod tests {
             for (a, b) in got.iter().zip(&want) {
                 assert!((a - b).abs() < 1e-9, "{xs:?} {fs:?}: {a} vs {b}");
             }
+        }
+    }
+
+    #[test]
+    fn direct_kernel_in_float32_matches_the_definition() {
+        let cases: [Case; 6] = [
+            (
+                &[2, 6, 6, 6, 2],
+                &[3, 3, 3, 2, 4],
+                Padding::Same,
+                [1; 3],
+                [1; 3],
+            ),
+            (
+                &[2, 6, 6, 6, 3],
+                &[1, 2, 2, 3, 2],
+                Padding::Valid,
+                [1, 2, 1],
+                [1; 3],
+            ),
+            (
+                &[1, 6, 7, 8, 2],
+                &[2, 2, 3, 2, 3],
+                Padding::Same,
+                [1, 2, 1],
+                [2, 1, 2],
+            ),
+            (
+                &[2, 4, 5, 6, 3],
+                &[2, 3, 2, 3, 12],
+                Padding::Same,
+                [1; 3],
+                [1; 3],
+            ),
+            (
+                &[2, 3, 4, 5, 4],
+                &[1, 1, 1, 4, 5],
+                Padding::Valid,
+                [1; 3],
+                [1; 3],
+            ),
+            (
+                &[16, 6, 6, 6, 2],
+                &[3, 3, 3, 2, 8],
+                Padding::Same,
+                [1; 3],
+                [1; 3],
+            ),
+        ];
+        let single = |t: &Tensor| {
+            let values: Vec<f32> = t
+                .values::<f64>()
+                .unwrap()
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            Tensor::from_vec(t.shape().to_vec(), values)
+        };
+        for (xs, fs, padding, strides, dilations) in cases {
+            assert!(narrow::serves(fs[3], fs[4]));
+            let (x, f) = (tensor(xs, 1), tensor(fs, 2));
+            let s = spec(padding, strides, dilations);
+            let want = reference(&s, &x, &f);
+            let got = conv(&s, &single(&x), &single(&f)).unwrap();
+            // Eighths times eighths, summed over at most 54 taps: exact in float32.
+            let got: Vec<f64> = got
+                .values::<f32>()
+                .unwrap()
+                .iter()
+                .map(|&v| f64::from(v))
+                .collect();
+            assert_eq!(got, want, "{xs:?} {fs:?}");
         }
     }
 

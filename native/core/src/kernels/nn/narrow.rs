@@ -1,31 +1,109 @@
-//! Direct float32 convolution for layers with few input channels and few output channels (the
-//! first layer of a small image model: one or three channels in, 8 to 32 out). There im2col +
-//! GEMM spends more on building and packing the patch matrix than on arithmetic (9
-//! multiply-adds per output for a 3x3 window over one channel); here each output pixel's
-//! channels are summed in local accumulators (registers) over its taps and stored once, with
-//! the whole filter in L1.
+//! Direct float32 convolution for layers with few input channels (at most 4) and few output
+//! channels (at most 32): the first layer of a small image model (one or three channels in, 8
+//! to 32 out), 2-D and 3-D. There im2col + GEMM spends more on building and packing the patch
+//! matrix, and on a product only a few columns wide, than on arithmetic (9 multiply-adds per
+//! output for a 3x3 window over one channel); here each output pixel's channels are summed in
+//! local accumulators (registers) over its taps and stored once, with the filter in L1.
+//!
+//! The kernel sees a convolution along its innermost spatial axis (the width): an output row is
+//! a run of pixels along it, and the outer axes (kernel rows, and depths in 3-D) give each row a
+//! few input lines, each convolved along the width with its own block of the filter and summed.
+//! Output channels go in chunks of 8 lanes; a count that is not a multiple of 8 (3-D only) is
+//! computed with a filter padded by zeros and the padding dropped as each row is stored.
+//!
+//! With 8 or more input channels GEMM is faster (measured: keras_cnn's 8-to-16 3x3 layer took
+//! more CPU time here than through im2col + GEMM), so those stay there.
+
+use std::borrow::Cow;
 
 use rayon::prelude::*;
 
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::num::Num;
+use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
 
 /// Output channels are taken in chunks of this many lanes (one AVX2 register).
 const LANES: usize = 8;
 
-/// Whether the direct kernel serves `g`: one group, at most 4 input channels, and 8, 16, 24 or
-/// 32 output channels. Wider outputs keep a GEMM busy enough to be faster.
-pub fn applies(g: &Geometry) -> bool {
-    g.groups == 1 && g.gi <= 4 && g.o.is_multiple_of(LANES) && (LANES..=4 * LANES).contains(&g.o)
+/// The most chunks of output channels (32 channels): wider outputs keep a GEMM busy enough.
+const MAX_CHUNKS: usize = 4;
+
+/// The most input channels.
+const MAX_CHANNELS: usize = 4;
+
+/// Whether the direct kernel serves a convolution with `c` input channels (one group) and `o`
+/// output channels.
+pub fn serves(c: usize, o: usize) -> bool {
+    (1..=MAX_CHANNELS).contains(&c) && (1..=MAX_CHUNKS * LANES).contains(&o)
 }
 
-/// The convolution of `x` (NHWC) by `filter` (HWIO) into `out`, row by row of output pixels
-/// (over rayon's threads when the work is large), `epilogue` applied to each row once. False,
-/// with nothing written, when the values are not float32.
+/// Whether the direct kernel serves the 2-D convolution `g`: whole chunks of output channels
+/// (8, 16, 24 or 32).
+pub fn applies(g: &Geometry) -> bool {
+    g.groups == 1 && serves(g.gi, g.o) && g.o.is_multiple_of(LANES)
+}
+
+/// A convolution seen along its width: the output rows and, for each, its input lines.
+pub struct Rows<'a> {
+    /// The width axis, and the input's width.
+    pub cols: Axis,
+    pub w: usize,
+    /// Input and output channels.
+    pub c: usize,
+    pub o: usize,
+    /// Output rows.
+    pub count: usize,
+    /// Filter blocks (outer taps), each `cols.window · c · o` values.
+    pub blocks: usize,
+    /// Pushes the (first element of the input line in x, filter block) pairs of output row
+    /// `r`: one per outer tap that reads the input (not padding).
+    pub lines: Lines<'a>,
+}
+
+/// What pushes the (input line, filter block) pairs of an output row: see [`Rows::lines`].
+pub type Lines<'a> = &'a (dyn Fn(usize, &mut Vec<(usize, usize)>) + Sync);
+
+/// The 2-D convolution `g` of `x` (NHWC) by `filter` (HWIO) into `out`, row by row of output
+/// pixels, `epilogue` applied to each row once. False, with nothing written, when the values
+/// are not float32 or the buffers do not match `g`.
 pub fn convolve<T: Num>(
     g: &Geometry,
+    x: &[T],
+    filter: &[T],
+    out: &mut [T],
+    epilogue: Epilogue<T>,
+) -> bool {
+    if x.len() < g.n * g.h * g.w * g.c {
+        return false;
+    }
+    let oh = g.rows.out.max(1);
+    let lines = |r: usize, lines: &mut Vec<(usize, usize)>| {
+        let (image, oy) = (r / oh, r % oh);
+        for i in g.rows.taps(oy, g.h) {
+            let ih = oy * g.rows.stride + i * g.rows.dilation - g.rows.before;
+            lines.push(((image * g.h + ih) * g.w * g.c, i));
+        }
+    };
+    let rows = Rows {
+        cols: g.cols,
+        w: g.w,
+        c: g.c,
+        o: g.o,
+        count: g.n * g.rows.out,
+        blocks: g.kh,
+        lines: &lines,
+    };
+    run(&rows, x, filter, out, epilogue)
+}
+
+/// The convolution `rows` describes, of `x` by `filter` (outer taps, width taps, input
+/// channels, output channels) into `out`; over rayon's threads, a share of the rows each, when
+/// the work is large. False, with nothing written, when the values are not float32 or the
+/// buffers are shorter than `rows` says.
+pub fn run<T: Num>(
+    rows: &Rows,
     x: &[T],
     filter: &[T],
     out: &mut [T],
@@ -34,43 +112,94 @@ pub fn convolve<T: Num>(
     let (Some(x), Some(filter)) = (T::as_f32(x), T::as_f32(filter)) else {
         return false;
     };
-    let row_len = g.cols.out * g.o;
+    let row_len = rows.cols.out * rows.o;
+    let block = rows.cols.window * rows.c;
     if row_len == 0
-        || filter.len() < g.kh * g.kw * g.c * g.o
-        || x.len() < g.n * g.h * g.w * g.c
-        || out.len() < g.n * g.rows.out * row_len
+        || !serves(rows.c, rows.o)
+        || filter.len() < rows.blocks * block * rows.o
+        || out.len() < rows.count * row_len
     {
         return false;
     }
-    let oh = g.rows.out.max(1);
-    let body = |(r, row): (usize, &mut [T])| {
-        if let Some(values) = T::as_f32_mut(row) {
-            row_kernel(g, x, filter, r / oh, r % oh, values);
-        }
-        epilogue(r * row_len, row);
-    };
-    let work = out.len().saturating_mul(g.kh * g.kw * g.c);
-    if work >= PARALLEL_WORK && out.len() > row_len {
-        out.par_chunks_mut(row_len).enumerate().for_each(body);
-    } else {
-        out.chunks_mut(row_len).enumerate().for_each(body);
+    let filter = padded(&filter[..rows.blocks * block * rows.o], rows.o);
+    let out = &mut out[..rows.count * row_len];
+    let body =
+        |(lines, scratch): &mut (Vec<(usize, usize)>, Vec<f32>), first: usize, share: &mut [T]| {
+            for (k, row) in share.chunks_mut(row_len).enumerate() {
+                let r = first + k;
+                lines.clear();
+                (rows.lines)(r, lines);
+                if let Some(values) = T::as_f32_mut(row) {
+                    store_row(rows, lines, x, &filter, values, scratch);
+                }
+                epilogue(r * row_len, row);
+            }
+        };
+    let work = out.len().saturating_mul(block).saturating_mul(rows.blocks);
+    let threads = rayon::current_num_threads().max(1);
+    if work < PARALLEL_WORK || rows.count < 2 || threads < 2 {
+        body(&mut Default::default(), 0, out);
+        return true;
     }
+    // A few shares per thread, so that one slow thread does not hold up the rest.
+    let per_share = rows.count.div_ceil(4 * threads).max(1);
+    out.par_chunks_mut(per_share * row_len)
+        .enumerate()
+        .for_each_init(Default::default, |state, (i, share)| {
+            body(state, i * per_share, share)
+        });
     true
 }
 
-/// Output row (image, oy), compiled for AVX-512, AVX2+FMA and the baseline (chosen at run
-/// time; with FMA the sums use fused multiply-adds).
+/// The filter with its output channels padded by zeros to whole chunks of lanes.
+fn padded(filter: &[f32], o: usize) -> Cow<'_, [f32]> {
+    let wide = o.div_ceil(LANES) * LANES;
+    if wide == o {
+        return Cow::Borrowed(filter);
+    }
+    let mut out = vec![0f32; filter.len() / o * wide];
+    for (dst, src) in out.chunks_exact_mut(wide).zip(filter.chunks_exact(o)) {
+        dst[..o].copy_from_slice(src);
+    }
+    Cow::Owned(out)
+}
+
+/// One output row into `row` (`rows.o` channels a pixel), through `scratch` when the channels
+/// are padded.
+fn store_row(
+    rows: &Rows,
+    lines: &[(usize, usize)],
+    x: &[f32],
+    filter: &[f32],
+    row: &mut [f32],
+    scratch: &mut Vec<f32>,
+) {
+    let wide = rows.o.div_ceil(LANES) * LANES;
+    if wide == rows.o {
+        row_kernel(rows, lines, x, filter, row);
+        return;
+    }
+    scratch.clear();
+    scratch.resize(rows.cols.out * wide, 0.0);
+    row_kernel(rows, lines, x, filter, scratch);
+    for (dst, src) in row.chunks_exact_mut(rows.o).zip(scratch.chunks_exact(wide)) {
+        dst.copy_from_slice(&src[..rows.o]);
+    }
+}
+
+/// One output row (padded channels), compiled for AVX-512, AVX2+FMA and the baseline (chosen at
+/// run time; with FMA the sums use fused multiply-adds).
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
-fn row_kernel(g: &Geometry, x: &[f32], filter: &[f32], image: usize, oy: usize, row: &mut [f32]) {
+fn row_kernel(rows: &Rows, lines: &[(usize, usize)], x: &[f32], filter: &[f32], row: &mut [f32]) {
     const FUSED: bool = multiversion::target::selected_target!().supports_feature_str("fma");
-    match g.o / LANES {
-        1 => row_body::<1, FUSED>(g, x, filter, image, oy, row),
-        2 => row_body::<2, FUSED>(g, x, filter, image, oy, row),
-        3 => row_body::<3, FUSED>(g, x, filter, image, oy, row),
-        _ => row_body::<4, FUSED>(g, x, filter, image, oy, row),
+    match rows.o.div_ceil(LANES) {
+        1 => row_body::<1, FUSED>(rows, lines, x, filter, row),
+        2 => row_body::<2, FUSED>(rows, lines, x, filter, row),
+        3 => row_body::<3, FUSED>(rows, lines, x, filter, row),
+        _ => row_body::<4, FUSED>(rows, lines, x, filter, row),
     }
 }
 
@@ -79,54 +208,53 @@ fn row_kernel(g: &Geometry, x: &[f32], filter: &[f32], image: usize, oy: usize, 
 const PIXELS: usize = 4;
 
 /// One output row with `B` chunks of output channels. Pixels whose window lies inside the
-/// image go `PIXELS` at a time, the others (at the borders) one by one; either way the sums
-/// over every (kernel row, kernel column, input channel) tap stay in registers.
+/// input's width go `PIXELS` at a time, the others (at the borders) one by one; either way the
+/// sums over every (line, kernel column, input channel) tap stay in registers.
 #[inline(always)]
 fn row_body<const B: usize, const FUSED: bool>(
-    g: &Geometry,
+    rows: &Rows,
+    lines: &[(usize, usize)],
     x: &[f32],
     filter: &[f32],
-    image: usize,
-    oy: usize,
     row: &mut [f32],
 ) {
     let taps = filter.as_chunks::<LANES>().0;
-    let plane = &x[image * g.h * g.w * g.c..][..g.h * g.w * g.c];
     let pixels = row.as_chunks_mut::<LANES>().0;
-    let inner = g.cols.valid(0, g.w).start..g.cols.valid(g.kw.saturating_sub(1), g.w).end;
+    let (cols, w) = (rows.cols, rows.w);
+    let inner = cols.valid(0, w).start..cols.valid(cols.window.saturating_sub(1), w).end;
     let mut ox = 0;
-    while ox < g.cols.out {
+    while ox < cols.out {
         if inner.contains(&ox) && ox + PIXELS <= inner.end {
             let out = &mut pixels[ox * B..][..PIXELS * B];
-            block::<B, FUSED>(g, plane, taps, oy, ox, out);
+            block::<B, FUSED>(rows, lines, x, taps, ox, out);
             ox += PIXELS;
         } else {
-            pixel::<B, FUSED>(g, plane, taps, oy, ox, &mut pixels[ox * B..][..B]);
+            pixel::<B, FUSED>(rows, lines, x, taps, ox, &mut pixels[ox * B..][..B]);
             ox += 1;
         }
     }
 }
 
-/// `PIXELS` adjacent output pixels from `ox` on, every window inside the image's columns.
+/// `PIXELS` adjacent output pixels from `ox` on, every window inside the input's width.
 #[inline(always)]
 fn block<const B: usize, const FUSED: bool>(
-    g: &Geometry,
-    plane: &[f32],
+    rows: &Rows,
+    lines: &[(usize, usize)],
+    x: &[f32],
     taps: &[[f32; LANES]],
-    oy: usize,
     ox: usize,
     out: &mut [[f32; LANES]],
 ) {
+    let (cols, c) = (rows.cols, rows.c);
     let mut acc = [[[0f32; LANES]; B]; PIXELS];
-    let step = g.cols.stride * g.c;
-    for i in g.rows.taps(oy, g.h) {
-        let ih = oy * g.rows.stride + i * g.rows.dilation - g.rows.before;
-        for j in 0..g.kw {
-            let iw = ox * g.cols.stride + j * g.cols.dilation - g.cols.before;
-            let at = (ih * g.w + iw) * g.c;
-            let values = &plane[at..at + (PIXELS - 1) * step + g.c];
-            let first = (i * g.kw + j) * g.c * B;
-            for ci in 0..g.c {
+    let step = cols.stride * c;
+    for &(line, outer) in lines {
+        for j in 0..cols.window {
+            let iw = ox * cols.stride + j * cols.dilation - cols.before;
+            let at = line + iw * c;
+            let values = &x[at..at + (PIXELS - 1) * step + c];
+            let first = (outer * cols.window + j) * c * B;
+            for ci in 0..c {
                 let chunks = &taps[first + ci * B..][..B];
                 for (p, sums) in acc.iter_mut().enumerate() {
                     add::<B, FUSED>(sums, values[p * step + ci], chunks);
@@ -139,23 +267,23 @@ fn block<const B: usize, const FUSED: bool>(
     }
 }
 
-/// One output pixel, its window clipped to the image.
+/// One output pixel, its window clipped to the input's width.
 #[inline(always)]
 fn pixel<const B: usize, const FUSED: bool>(
-    g: &Geometry,
-    plane: &[f32],
+    rows: &Rows,
+    lines: &[(usize, usize)],
+    x: &[f32],
     taps: &[[f32; LANES]],
-    oy: usize,
     ox: usize,
     out: &mut [[f32; LANES]],
 ) {
+    let (cols, c) = (rows.cols, rows.c);
     let mut sums = [[0f32; LANES]; B];
-    for i in g.rows.taps(oy, g.h) {
-        let ih = oy * g.rows.stride + i * g.rows.dilation - g.rows.before;
-        for j in g.cols.taps(ox, g.w) {
-            let iw = ox * g.cols.stride + j * g.cols.dilation - g.cols.before;
-            let values = &plane[(ih * g.w + iw) * g.c..][..g.c];
-            let first = (i * g.kw + j) * g.c * B;
+    for &(line, outer) in lines {
+        for j in cols.taps(ox, rows.w) {
+            let iw = ox * cols.stride + j * cols.dilation - cols.before;
+            let values = &x[line + iw * c..][..c];
+            let first = (outer * cols.window + j) * c * B;
             for (ci, &v) in values.iter().enumerate() {
                 add::<B, FUSED>(&mut sums, v, &taps[first + ci * B..][..B]);
             }
