@@ -246,7 +246,7 @@ pub fn decode(data: &[u8], spec: &DecodeSpec) -> Result<Image, String> {
     });
     // SAFETY: destroys what jpeg_create_decompress made, whatever state the decode stopped in.
     unsafe { sys::jpeg_destroy_decompress(&mut cinfo) };
-    drop(source);
+    // `source` and `err` outlive the destroy: dropped at the end of this scope.
     drop(err);
     result.map_err(|failure| match failure {
         Failure::Libjpeg(_) => INVALID_JPEG.to_string(),

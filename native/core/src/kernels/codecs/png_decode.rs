@@ -79,7 +79,7 @@ impl Layout {
     fn convert<T: Copy>(&self, values: &[T], full: T, gray: fn([T; 3]) -> T) -> Vec<T> {
         let mut out = Vec::with_capacity(self.pixels * self.wanted);
         let colour_in = if self.expanded >= 3 { 3 } else { 1 };
-        let has_alpha = self.expanded % 2 == 0;
+        let has_alpha = self.expanded.is_multiple_of(2);
         for pixel in values.chunks_exact(self.expanded) {
             let alpha = if has_alpha {
                 pixel[self.expanded - 1]
@@ -92,7 +92,7 @@ impl Layout {
                 (_, 1 | 2) => out.push(gray([pixel[0], pixel[1], pixel[2]])),
                 _ => out.extend_from_slice(&pixel[..3]),
             }
-            if self.wanted % 2 == 0 {
+            if self.wanted.is_multiple_of(2) {
                 out.push(alpha);
             }
         }
