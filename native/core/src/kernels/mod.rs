@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use crate::engine::Registry;
 
 pub mod array;
+pub mod codecs;
 pub mod control;
 pub mod control_v1;
 pub mod fused;
@@ -38,6 +39,7 @@ pub fn registry() -> Arc<Registry> {
             array::register(&mut r);
             strings::register(&mut r);
             image::register(&mut r);
+            codecs::register(&mut r);
             parsing::register(&mut r);
             special::register(&mut r);
             linalg::register(&mut r);
