@@ -149,8 +149,22 @@ def test_ragged_rows_round_trip_through_variants():
         from_variant(stacked, input_ragged_rank=0, output_ragged_rank=2, **dtypes)
 
 
+@pytest.mark.parametrize("engine", ["numpy", "native"])
+def test_a_map_over_no_ragged_rows_gives_an_empty_result(engine):
+    """tf.map_fn over a ragged batch of no rows stacks an empty list of variants; TensorFlow
+    gives no rows (padded shape [0, 0], splits [0])."""
+    if engine == "native" and not native.available():
+        pytest.skip("the native engine is not built in this installation")
+    model = load(MODELS / "ragged_map", engine=engine)
+    out = model.signatures["scaled"](x=np.zeros(0, np.float32), x_1=np.array([0], np.int64))
+    assert out["padded"].shape == (0, 0) and out["padded"].dtype == np.float32
+    np.testing.assert_array_equal(out["splits"], np.array([0], np.int64))
+
+
 @pytest.mark.parametrize("name", sorted(NUMPY_ONLY))
 def test_ops_a_signature_needs_are_not_called_unused(name):
+    """A model the native engine cannot run yet falls back for ops its signatures call, not
+    for ops of functions no signature calls."""
     reason = load(MODELS / name).engine_reason
     assert "no kernel for" in reason and "no signature calls" not in reason
 

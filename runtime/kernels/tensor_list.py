@@ -360,6 +360,8 @@ def tensor_list_stack(input_handle, element_shape: np.ndarray, *, element_dtype=
     shape = _read_shape(tensor_list, element_shape, op)
     if tensor_list.items and all(isinstance(item, RaggedVariant) for item in tensor_list.items):
         return (RaggedVariant.stack(list(tensor_list.items)),)
+    if not tensor_list.items and _fully_defined(shape) and tensor_list.element_dtype.name == "variant":
+        return (RaggedVariant((0, *shape), ()),)  # tf.map_fn over a ragged tensor with no rows
     if not _fully_defined(shape) and len(tensor_list) == 0:
         raise KernelError(f"{op}: Tried to stack elements of an empty list with non-fully-defined "
                           f"element_shape: {_shape_text(shape)}")

@@ -128,9 +128,9 @@ pub fn tensor_input(inputs: &[Value], i: usize) -> KResult<Arc<Tensor>> {
         Some(Value::Resource(_)) => Err(fail(format!(
             "input {i} is a resource handle, expected a tensor"
         ))),
-        Some(Value::List(_)) => Err(fail(format!(
-            "input {i} is a TensorList, expected a tensor"
-        ))),
+        Some(other @ (Value::List(_) | Value::Variant(_) | Value::VariantList(_))) => Err(fail(
+            format!("input {i} is a {}, expected a tensor", other.describe()),
+        )),
         None => Err(fail(format!("missing input {i}"))),
     }
 }

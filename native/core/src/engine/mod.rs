@@ -17,6 +17,7 @@ pub mod pad_fold;
 pub mod plan;
 pub mod profile;
 pub mod value;
+pub mod variant;
 
 pub use context::RunContext;
 pub use kernel::{KResult, Kernel, NodeSpec, Registry};

@@ -1,11 +1,13 @@
-//! What flows along a graph's edges: tensors, handles to state (variables, lookup tables), and
-//! TensorLists. Values are cheap to clone (reference counted), since one output may feed many
-//! consumers and a function call passes its inputs on as they are.
+//! What flows along a graph's edges: tensors, handles to state (variables, lookup tables),
+//! TensorLists, and variant tensors of encoded ragged tensors (see [`super::variant`]). Values
+//! are cheap to clone (reference counted), since one output may feed many consumers and a
+//! function call passes its inputs on as they are.
 
 use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
+use super::variant::{VariantList, VariantTensor};
 use crate::dtype::DType;
 use crate::tensor::Tensor;
 
@@ -20,6 +22,10 @@ pub enum Value {
     Ref(Resource),
     /// A TensorList (`DT_VARIANT`), value semantics: ops that change it return a new list.
     List(Arc<TensorList>),
+    /// A `DT_VARIANT` tensor of encoded ragged tensors (RaggedTensorToVariant).
+    Variant(Arc<VariantTensor>),
+    /// A TensorList whose elements are such variant tensors (tf.map_fn over a ragged tensor).
+    VariantList(Arc<VariantList>),
 }
 
 impl Value {
@@ -34,6 +40,8 @@ impl Value {
             Self::Resource(r) => format!("resource {}", r.name()),
             Self::Ref(r) => format!("reference variable {}", r.name()),
             Self::List(_) => "TensorList".into(),
+            Self::Variant(v) => format!("variant tensor of shape {:?}", v.shape()),
+            Self::VariantList(_) => "TensorList of variant tensors".into(),
         }
     }
 }

@@ -8,11 +8,15 @@
 //!
 //! [`TensorList`] has no `max_num_elements`, so EmptyTensorList's capacity is checked but not
 //! kept, and PushBack cannot enforce it.
+//!
+//! A node whose `element_dtype` is DT_VARIANT works on a list of variant tensors instead
+//! (`tf.map_fn` over a ragged tensor): Reserve, FromTensor, GetItem, SetItem and Stack hand such
+//! nodes to [`super::variant_list`]; any other op given such a list fails naming it.
 
 use std::sync::Arc;
 
 use super::copy::{checked_count, zeros};
-use super::{any_ints, Made};
+use super::{any_ints, variant_list, Made};
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
 use crate::engine::value::TensorList;
@@ -61,6 +65,9 @@ pub(super) fn known(shape: &[usize]) -> Partial {
 fn list_input(inputs: &[Value], i: usize) -> KResult<Arc<TensorList>> {
     match inputs.get(i) {
         Some(Value::List(l)) => Ok(l.clone()),
+        Some(Value::VariantList(_)) => Err(fail(format!(
+            "input {i} is a TensorList of variant tensors, which this op does not support"
+        ))),
         Some(other) => Err(fail(format!(
             "input {i} must be a TensorList, got a {}",
             other.describe()
@@ -70,7 +77,7 @@ fn list_input(inputs: &[Value], i: usize) -> KResult<Arc<TensorList>> {
 }
 
 /// An element_shape input: -1 (a scalar) for an unknown rank, else dims with -1 unknown.
-fn shape_input(t: &Tensor) -> KResult<Partial> {
+pub(super) fn shape_input(t: &Tensor) -> KResult<Partial> {
     let v = crate::kernels::util::int_values(t, "element_shape")?;
     match t.rank() {
         0 if v == [-1] => Ok(None),
@@ -261,6 +268,9 @@ fn empty_list(node: &NodeSpec) -> Made {
 }
 
 fn reserve(node: &NodeSpec) -> Made {
+    if variant_list::of_variants(node)? {
+        return variant_list::reserve(node);
+    }
     let dtype = node.attrs.dtype("element_dtype")?;
     Ok(boxed(move |_, inputs| {
         let shape = shape_input(&*tensor_input(inputs, 0)?)?;
@@ -279,7 +289,10 @@ fn reserve(node: &NodeSpec) -> Made {
     }))
 }
 
-fn from_tensor(_: &NodeSpec) -> Made {
+fn from_tensor(node: &NodeSpec) -> Made {
+    if variant_list::of_variants(node)? {
+        return variant_list::from_tensor(node);
+    }
     Ok(boxed(|_, inputs| {
         let t = tensor_input(inputs, 0)?;
         if t.rank() < 1 {
@@ -398,7 +411,7 @@ fn element_shape(node: &NodeSpec) -> Made {
     }))
 }
 
-fn index_in(t: &Tensor, size: usize, verb: &str) -> KResult<usize> {
+pub(super) fn index_in(t: &Tensor, size: usize, verb: &str) -> KResult<usize> {
     let i = count_input(t, "index")?;
     usize::try_from(i)
         .ok()
@@ -411,6 +424,9 @@ fn index_in(t: &Tensor, size: usize, verb: &str) -> KResult<usize> {
 }
 
 fn get_item(node: &NodeSpec) -> Made {
+    if variant_list::of_variants(node)? {
+        return variant_list::get_item(node);
+    }
     let dtype = element_dtype(node)?;
     Ok(boxed(move |_, inputs| {
         let list = list_input(inputs, 0)?;
@@ -438,6 +454,9 @@ fn get_item(node: &NodeSpec) -> Made {
 }
 
 fn set_item(node: &NodeSpec) -> Made {
+    if variant_list::of_variants(node)? {
+        return variant_list::set_item(node);
+    }
     let dtype = element_dtype(node)?;
     let resize = node.attrs.bool_or("resize_if_index_out_of_bounds", false)?;
     Ok(boxed(move |_, inputs| {
@@ -470,6 +489,9 @@ fn set_item(node: &NodeSpec) -> Made {
 }
 
 fn stack(node: &NodeSpec) -> Made {
+    if variant_list::of_variants(node)? {
+        return variant_list::stack(node);
+    }
     let dtype = element_dtype(node)?;
     let num = node.attrs.int_or("num_elements", -1)?;
     Ok(boxed(move |_, inputs| {

@@ -17,6 +17,7 @@ mod layout;
 mod list;
 mod matrix;
 mod ragged;
+mod ragged_variant;
 mod reorder;
 mod scatter;
 mod search;
@@ -27,6 +28,7 @@ mod space;
 mod sparse;
 mod tensor_array;
 mod unique;
+mod variant_list;
 
 pub fn register(r: &mut Registry) {
     shape::register(r);
@@ -46,6 +48,7 @@ pub fn register(r: &mut Registry) {
     search::register(r);
     unique::register(r);
     ragged::register(r);
+    ragged_variant::register(r);
     list::register(r);
 }
 

@@ -25,11 +25,16 @@ fn dims_i64(shape: &[usize]) -> Vec<i64> {
     shape.iter().map(|&d| d as i64).collect()
 }
 
+/// The shape of a tensor, or of a variant tensor of encoded ragged tensors (tf.map_fn over a
+/// ragged tensor counts its rows so).
 fn shape(node: &NodeSpec) -> Made {
     let out = int_dtype_attr(node, "out_type", DType::Int32)?;
     Ok(boxed(move |_, inputs| {
-        let t = tensor_input(inputs, 0)?;
-        one(int_tensor(out, vec![t.rank()], dims_i64(t.shape()))?)
+        let dims = match inputs.first() {
+            Some(Value::Variant(v)) => dims_i64(v.shape()),
+            _ => dims_i64(tensor_input(inputs, 0)?.shape()),
+        };
+        one(int_tensor(out, vec![dims.len()], dims)?)
     }))
 }
 
