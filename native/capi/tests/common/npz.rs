@@ -59,14 +59,15 @@ pub fn read(path: &Path) -> Vec<Array> {
         .collect()
 }
 
-/// numpy's fixed-width, NUL-padded strings in the packed layout (lengths, then bytes).
+/// numpy's fixed-width, NUL-padded strings in the packed layout (lengths, then bytes): numpy
+/// drops the trailing NULs only, so binary strings (encoded images) keep the ones inside.
 fn packed_strings(data: &[u8], width: usize, shape: &[i64]) -> Vec<u8> {
     let count: i64 = shape.iter().product();
     let items: Vec<&[u8]> = if width == 0 {
         vec![&[]; count as usize]
     } else {
         data.chunks(width)
-            .map(|c| &c[..c.iter().position(|&b| b == 0).unwrap_or(c.len())])
+            .map(|c| &c[..c.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1)])
             .collect()
     };
     super::packed(&items)
