@@ -535,11 +535,11 @@ fn gru(run: &Run, hidden: &mut [f32]) -> Option<Written> {
             let x = |at: usize| xr[at] + input_bias[at];
             let h = |at: usize| hr[at] + recurrent_bias[at];
             let h_row = &mut hidden[row * units..(row + 1) * units];
-            for col in 0..units {
+            for (col, state) in h_row.iter_mut().enumerate() {
                 let z = sigmoid(x(col) + h(col));
                 let r = sigmoid(x(units + col) + h(units + col));
                 let candidate = (x(2 * units + col) + r * h(2 * units + col)).tanh();
-                h_row[col] = z * h_row[col] + (1.0 - z) * candidate;
+                *state = z * *state + (1.0 - z) * candidate;
             }
         }
         keep(&mut written, step, run, hidden);

@@ -608,7 +608,7 @@ mod tests {
         assert!(err.to_string().contains("variant"), "{err}");
         let err = run(
             "TensorListGetItem",
-            &[float_dtype.clone()],
+            std::slice::from_ref(&float_dtype),
             vec![list.clone(), scalar(0), no_shape()],
         )
         .unwrap_err();
