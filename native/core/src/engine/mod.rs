@@ -18,6 +18,7 @@ pub mod plan;
 pub mod profile;
 pub mod value;
 pub mod variant;
+pub mod workers;
 
 pub use context::RunContext;
 pub use kernel::{KResult, Kernel, NodeSpec, Registry};

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use prost::Message;
@@ -17,6 +18,7 @@ use crate::engine::graph::{graph_body, parse_graph_ref, Body, Src};
 use crate::engine::library::Library;
 use crate::engine::plan::{Plan, Request};
 use crate::engine::value::{Resource, Stored, Value, Variable};
+use crate::engine::workers;
 use crate::error::{Error, MissingOp, Result};
 use crate::protos::{
     collection_def, saved_object::Kind, tensor_info, AssetFileDef, MetaGraphDef, SignatureDef,
@@ -79,6 +81,9 @@ pub struct Signature {
     pub inputs: Vec<TensorSpec>,
     pub outputs: Vec<TensorSpec>,
     plan: Plan,
+    /// Whether the last call took long enough to run the next with rayon's workers kept
+    /// awake (engine/workers.rs).
+    hot: AtomicBool,
 }
 
 pub struct Model {
@@ -314,10 +319,15 @@ impl Model {
         let mut ctx = self.context();
         ctx.deadline = options.deadline;
         ctx.profile = options.profile;
-        let values = signature
-            .plan
-            .run(&ctx, &args)
-            .map_err(|e| named(&signature.name, e))?;
+        let started = std::time::Instant::now();
+        let run = || signature.plan.run(&ctx, &args);
+        let values = match signature.hot.load(Ordering::Relaxed) {
+            true => workers::run_hot(run),
+            false => run(),
+        };
+        let hot = started.elapsed() >= workers::HOT_AFTER;
+        signature.hot.store(hot, Ordering::Relaxed);
+        let values = values.map_err(|e| named(&signature.name, e))?;
         signature
             .outputs
             .iter()
@@ -1131,6 +1141,7 @@ impl Signature {
             inputs,
             outputs,
             plan,
+            hot: AtomicBool::new(false),
         })
     }
 

@@ -1,0 +1,66 @@
+//! Runs a long plan with rayon's other workers kept awake. A plan is a chain of kernels, many
+//! of them split over threads, so a call forks and joins dozens of times; rayon's idle
+//! workers go to sleep within microseconds, and waking one for each kernel (a futex wake and
+//! a context switch, tens of microseconds on a busy 2-core machine) cost a model like
+//! MobileNetV2 at batch 1 more than the second core gave back. onnxruntime's pool spins
+//! between kernels for the same reason. Here, for the length of one call, every other worker
+//! runs a job that keeps taking the pool's pending work and spins when there is none; the
+//! call's own thread (a rayon worker for the call) runs the plan.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Calls that took at least this long last time run with the workers kept awake; shorter
+/// ones (small models) would spend more on handing the call to the pool than they gain.
+pub const HOT_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// `body` on a rayon worker, with the pool's other workers taking its parallel work as soon
+/// as it is offered; returns when `body` does.
+pub fn run_hot<R: Send>(body: impl FnOnce() -> R + Send) -> R {
+    let done = AtomicBool::new(false);
+    rayon::scope(|scope| {
+        let owner = rayon::current_thread_index();
+        let done = &done;
+        for _ in 1..rayon::current_num_threads() {
+            scope.spawn(move |_| {
+                // On the call's own thread (it ran out of other work while waiting on a
+                // join) this job must not spin: the plan it waits for is beneath it.
+                if rayon::current_thread_index() == owner {
+                    return;
+                }
+                while !done.load(Ordering::Acquire) {
+                    if !matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) {
+                        std::hint::spin_loop();
+                    }
+                }
+            });
+        }
+        let out = body();
+        done.store(true, Ordering::Release);
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use rayon::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn parallel_work_inside_completes_and_spinners_stop() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let total: u64 = pool.install(|| {
+            run_hot(|| {
+                (0..50)
+                    .map(|i| (0..10_000u64).into_par_iter().map(|x| x * i).sum::<u64>())
+                    .sum()
+            })
+        });
+        assert_eq!(total, (0..50).sum::<u64>() * (0..10_000u64).sum::<u64>());
+        // From a thread outside any pool as well (the global pool).
+        assert_eq!(run_hot(|| 7), 7);
+    }
+}
