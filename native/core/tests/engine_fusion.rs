@@ -518,3 +518,30 @@ fn an_affine_chain_read_elsewhere_is_left_alone() {
         vec!["Neg", "Mul", "_SavedModelChannelAffine", "AddV2"]
     );
 }
+
+/// GELU's tanh form as Keras writes it (tanh_gelu: after a Dense layer, read also by a
+/// residual Add, and as the output) becomes one `_SavedModelGelu` node each time, and the
+/// model gives what its eight element-wise ops give run one by one.
+#[test]
+fn keras_tanh_gelu_fuses_into_one_node_with_the_ops_results() {
+    use savedmodel_core::kernels::gelu::GELU;
+    use savedmodel_core::{LoadOptions, Model};
+    let dir = common::data_dir().join("models").join("tanh_gelu");
+    let options = LoadOptions::default();
+    let fused = Model::load(&dir, &options).unwrap();
+    let plain = Model::load_with(&dir, &options, Arc::new(registry().without(GELU))).unwrap();
+    let count = |m: &Model, op: &str| {
+        let ops = m.signature("serving_default").unwrap().ops();
+        ops.iter().filter(|o| **o == op).count()
+    };
+    assert_eq!(count(&fused, GELU), 3);
+    assert_eq!(count(&fused, "Tanh"), 0);
+    assert_eq!(count(&plain, "Tanh"), 3);
+    for batch in [1, 7, 1100] {
+        let x = Tensor::from_vec(vec![batch, 12], values(batch * 12, batch as u64));
+        let feeds = vec![("features".to_string(), x)];
+        let got = fused.run("serving_default", feeds.clone()).unwrap();
+        let want = plain.run("serving_default", feeds).unwrap();
+        assert_close(&got[0].1, &want[0].1);
+    }
+}

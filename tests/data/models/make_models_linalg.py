@@ -5,6 +5,9 @@ them, with their inputs and TensorFlow's outputs. Needs TensorFlow 2.21 and Kera
   solves, log-determinant, matrix inverse) and a Dirichlet/Beta log density (lgamma, digamma,
   betainc, igamma), in one tf.Module.
 - exact_gelu: a Keras MLP with gelu(approximate=False), i.e. Erf, as in ConvNeXt and BERT.
+- tanh_gelu: a Keras MLP with gelu(approximate=True), the tanh form keras-hub's BERT and GPT-2
+  use: one gelu after a Dense layer, one whose input a residual Add also reads, and one whose
+  result is the output (the native engine fuses each into one node).
 
 Usage: python tests/data/models/make_models_linalg.py [NAME ...]   (default: all)
 """
@@ -74,6 +77,16 @@ def exact_gelu():
     return keras.Model(inputs, keras.layers.Dense(3)(x))
 
 
+def tanh_gelu():
+    keras.utils.set_random_seed(0)
+    gelu = keras.layers.Activation(lambda t: keras.activations.gelu(t, approximate=True))
+    inputs = keras.Input((12,), name="features")
+    x = keras.layers.Dense(32, activation=lambda t: keras.activations.gelu(t, approximate=True))(inputs)
+    y = keras.layers.Dense(32)(x)
+    y = keras.layers.Add()([y, gelu(y)])
+    return keras.Model(inputs, gelu(keras.layers.Dense(3)(y)))
+
+
 def main(names: list[str]) -> None:
     rng = np.random.default_rng(14)
     train_x = np.linspace(-1, 1, 9)
@@ -85,6 +98,8 @@ def main(names: list[str]) -> None:
                               "p": np.array([0.05, 0.3, 0.5, 0.93], np.float32)}}),
         "exact_gelu": lambda: export_keras("exact_gelu", exact_gelu(), {
             "features": (3 * rng.standard_normal((5, 12))).astype(np.float32)}),
+        "tanh_gelu": lambda: export_keras("tanh_gelu", tanh_gelu(), {
+            "features": (3 * rng.standard_normal((6, 12))).astype(np.float32)}),
     }
     for name in names or list(jobs):
         shutil.rmtree(HERE / name, ignore_errors=True)

@@ -110,6 +110,7 @@ impl Plan {
         crate::engine::pad_fold::fold_pads(&mut ir);
         crate::engine::fuse_lstm::fuse_lstm_cells(&mut ir, library.registry());
         crate::engine::fuse_rnn::fuse_rnn_loops(&mut ir, library);
+        crate::engine::fuse_gelu::fuse_gelu(&mut ir, library.registry());
         crate::engine::fuse::fuse(&mut ir, library.registry(), library.scaled_weights());
         crate::engine::fuse::fuse_affine(&mut ir, library.registry());
         ir.prune();

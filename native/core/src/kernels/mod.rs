@@ -10,6 +10,7 @@ pub mod codecs;
 pub mod control;
 pub mod control_v1;
 pub mod fused;
+pub mod gelu;
 pub mod image;
 pub mod linalg;
 pub mod math;
@@ -46,6 +47,7 @@ pub fn registry() -> Arc<Registry> {
             signal::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
+            gelu::register(&mut r);
             rnn::register(&mut r);
             rnn_loop::register(&mut r);
             Arc::new(r)
