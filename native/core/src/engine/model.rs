@@ -81,8 +81,8 @@ pub struct Signature {
     pub inputs: Vec<TensorSpec>,
     pub outputs: Vec<TensorSpec>,
     plan: Plan,
-    /// Whether the last call took long enough to run the next with rayon's workers kept
-    /// awake (engine/workers.rs).
+    /// Whether the next call runs with rayon's workers kept awake, from how long the last
+    /// took (engine/workers.rs).
     hot: AtomicBool,
 }
 
@@ -321,12 +321,13 @@ impl Model {
         ctx.profile = options.profile;
         let started = std::time::Instant::now();
         let run = || signature.plan.run(&ctx, &args);
-        let values = match signature.hot.load(Ordering::Relaxed) {
+        let hot = signature.hot.load(Ordering::Relaxed);
+        let values = match hot {
             true => workers::run_hot(run),
             false => run(),
         };
-        let hot = started.elapsed() >= workers::HOT_AFTER;
-        signature.hot.store(hot, Ordering::Relaxed);
+        let next = workers::next_hot(hot, started.elapsed());
+        signature.hot.store(next, Ordering::Relaxed);
         let values = values.map_err(|e| named(&signature.name, e))?;
         signature
             .outputs
