@@ -18,6 +18,7 @@ pub mod parsing;
 pub mod random;
 pub mod rnn;
 pub mod rnn_loop;
+mod rnn_gates;
 pub mod signal;
 pub mod special;
 pub mod state;

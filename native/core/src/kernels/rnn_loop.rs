@@ -4,7 +4,8 @@
 //! dispatched), more than the arithmetic of a small cell; and the input product `x_t · W` of
 //! every step does not depend on the recurrence. Here the inputs of all the steps go through
 //! one matrix product before the loop (as onnxruntime's LSTM and GRU ops do), and each step
-//! computes only `h · U` and the gates, in buffers allocated once per call.
+//! computes only `h · U` and the gates (rnn_gates: vectorized rows), in buffers allocated once
+//! per call.
 //!
 //! The node keeps the While's inputs, outputs and attrs (`cond`, `body`), plus `_rnn_loop`
 //! ([`LoopSpec`]): which loop variables are the time index, the input and output lists, the
@@ -19,7 +20,8 @@ use crate::engine::attrs::Attrs;
 use crate::engine::kernel::{KResult, Kernel, NodeSpec, Registry};
 use crate::engine::value::TensorList;
 use crate::engine::{RunContext, Value};
-use crate::kernels::rnn::{matmul, sigmoid};
+use crate::kernels::rnn::matmul;
+use crate::kernels::rnn_gates::{gru_row, lstm_row};
 use crate::protos::attr_value::{ListValue, Value as A};
 use crate::protos::AttrValue;
 use crate::tensor::Tensor;
@@ -335,6 +337,9 @@ impl RnnLoop {
             let v = scalar(&inputs[c])?.checked_add(i32::try_from(run.steps).ok()?)?;
             out[c] = Value::tensor(Tensor::scalar(v));
         }
+        // Value semantics: the input list stays as it was. Its items are shared tensors, so the
+        // copy is one pointer per item; a constant write index (Keras without return_sequences)
+        // comes with a list of one item.
         let mut list = run.out_list.clone();
         for (step, h) in written {
             let at = s.write_at.unwrap_or(run.start + step);
@@ -512,34 +517,15 @@ fn lstm(run: &Run, hidden: &mut [f32], state: &mut [f32]) -> Option<Written> {
     let gates = 4 * units;
     for_each_step(run, hidden, gates, &[gates], |row, xr, hr, bias, h_row| {
         let c_row = state.get_mut(row * units..(row + 1) * units)?;
-        let z = |gate: usize, col: usize| {
-            let at = gate * units + col;
-            (xr[at] + hr[at]) + bias[at]
-        };
-        for col in 0..units {
-            let (i, f) = (sigmoid(z(0, col)), sigmoid(z(1, col)));
-            let (g, o) = (z(2, col).tanh(), sigmoid(z(3, col)));
-            let c = f * c_row[col] + i * g;
-            c_row[col] = c;
-            h_row[col] = o * c.tanh();
-        }
+        lstm_row(xr, hr, bias, c_row, h_row);
         Some(())
     })
 }
 
 fn gru(run: &Run, hidden: &mut [f32]) -> Option<Written> {
-    let units = run.units;
-    let gates = 3 * units;
+    let gates = 3 * run.units;
     for_each_step(run, hidden, gates, &[2, gates], |_, xr, hr, bias, h_row| {
-        let (input_bias, recurrent_bias) = bias.split_at(gates);
-        let x = |at: usize| xr[at] + input_bias[at];
-        let h = |at: usize| hr[at] + recurrent_bias[at];
-        for (col, state) in h_row.iter_mut().enumerate() {
-            let z = sigmoid(x(col) + h(col));
-            let r = sigmoid(x(units + col) + h(units + col));
-            let candidate = (x(2 * units + col) + r * h(2 * units + col)).tanh();
-            *state = z * *state + (1.0 - z) * candidate;
-        }
+        gru_row(xr, hr, bias, h_row);
         Some(())
     })
 }
