@@ -211,15 +211,7 @@ mod tests {
     use crate::engine::library::Library;
 
     fn values(seed: u32, count: usize) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2_654_435_761).max(1);
-        (0..count)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2000) as f32 / 1000.0 - 1.0
-            })
-            .collect()
+        crate::kernels::test_util::values(seed, count, 1)
     }
 
     fn tensor(seed: u32, shape: &[usize]) -> Value {

@@ -68,15 +68,7 @@ mod tests {
     use super::*;
 
     fn values(seed: u32, count: usize) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2_654_435_761).max(1);
-        (0..count)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 20_000) as f32 / 1000.0 - 10.0
-            })
-            .collect()
+        crate::kernels::test_util::values(seed, count, 10)
     }
 
     fn same_bits(a: &[f32], b: &[f32]) {
