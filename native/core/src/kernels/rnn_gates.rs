@@ -96,10 +96,10 @@ mod tests {
                 (xw[at] + hu[at]) + bias[at]
             };
             let (mut c_ref, mut h_ref) = (Vec::new(), Vec::new());
-            for col in 0..units {
+            for (col, &c_prev) in c0.iter().enumerate() {
                 let (i, f) = (sigmoid_f32(zs(0, col)), sigmoid_f32(zs(1, col)));
                 let (g, o) = (tanh_f32(zs(2, col)), sigmoid_f32(zs(3, col)));
-                let next = f * c0[col] + i * g;
+                let next = f * c_prev + i * g;
                 c_ref.push(next);
                 h_ref.push(o * tanh_f32(next));
             }
