@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,38 @@ def special_file(path: Path, kind: str) -> str:
         return "a FIFO"
     path.symlink_to("/dev/zero")
     return "a character device"
+
+
+def sqrt_model(path: Path) -> Path:
+    """Save at `path` a model whose serving_default signature is sqrt(x), x float32 [None]."""
+    import savedmodel as sm
+
+    class M(sm.Module):
+        @sm.function(input_signature=[sm.TensorSpec([None], sm.float32)])
+        def f(self, x):
+            return sm.math.sqrt(x)
+
+    module = M()
+    sm.saved_model.save(module, str(path), signatures={"serving_default": module.f})
+    return path
+
+
+def with_op_renamed(src_dir: Path, dst_dir: Path, old: str, new: str) -> Path:
+    """Copy the SavedModel `src_dir` to `dst_dir` with every `old` node of its function library
+    renamed to op `new` (same inputs and attrs): e.g. to make a model call an op that one engine
+    has and the other lacks. Returns `dst_dir`."""
+    from savedmodel.protos import saved_model_pb2
+
+    shutil.copytree(src_dir, dst_dir)
+    pb = dst_dir / "saved_model.pb"
+    saved = saved_model_pb2.SavedModel.FromString(pb.read_bytes())
+    renamed = 0
+    for meta_graph in saved.meta_graphs:
+        for function in meta_graph.graph_def.library.function:
+            for node in function.node_def:
+                if node.op == old:
+                    node.op = new
+                    renamed += 1
+    assert renamed, f"no {old} node in {src_dir}"
+    pb.write_bytes(saved.SerializeToString())
+    return dst_dir

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import DATA, NUMPY_ONLY
+from conftest import DATA, NUMPY_ONLY, sqrt_model, with_op_renamed
 from savedmodel.protos import struct_pb2
 from savedmodel.runtime import RaggedTensor, SparseTensor, load, native, registry, structure
 from savedmodel.runtime.dtypes import from_name
@@ -172,25 +172,9 @@ def test_ops_a_signature_needs_are_not_called_unused(name):
 def test_an_op_a_built_signature_needs_is_not_called_unused(tmp_path):
     """The same on a model built here, whatever the native engine gains: a signature calling
     Dawsn, which the numpy engine has and the native engine lacks (Sqrt renamed, same attrs)."""
-    import savedmodel as sm
-    from savedmodel.protos import saved_model_pb2
-
-    class M(sm.Module):
-        @sm.function(input_signature=[sm.TensorSpec([None], sm.float32)])
-        def f(self, x):
-            return sm.math.sqrt(x)
-
-    module = M()
-    sm.saved_model.save(module, str(tmp_path), signatures={"serving_default": module.f})
-    pb = tmp_path / "saved_model.pb"
-    saved = saved_model_pb2.SavedModel.FromString(pb.read_bytes())
-    for function in saved.meta_graphs[0].graph_def.library.function:
-        for node in function.node_def:
-            if node.op == "Sqrt":
-                node.op = "Dawsn"
-    pb.write_bytes(saved.SerializeToString())
+    model = with_op_renamed(sqrt_model(tmp_path / "sqrt"), tmp_path / "dawsn", "Sqrt", "Dawsn")
     assert "Dawsn" not in native.ops(), "the native engine has Dawsn now: pick another op it lacks"
-    reason = load(tmp_path).engine_reason
+    reason = load(model).engine_reason
     assert "no kernel for" in reason and "no signature calls" not in reason
 
 

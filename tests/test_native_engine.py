@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import DATA, EXTRA_MODELS, FROZEN_NUMPY_ONLY, NUMPY_ONLY, SAVEDMODELS
+from conftest import DATA, EXTRA_MODELS, FROZEN_NUMPY_ONLY, NUMPY_ONLY, SAVEDMODELS, sqrt_model, with_op_renamed
 from savedmodel.compare import random_feeds
 from savedmodel.runtime import load, native
 from savedmodel.runtime.errors import UnknownSignatureError
@@ -252,32 +252,17 @@ def test_auto_says_which_engine_and_why(caplog):
 
 
 def test_an_op_without_a_native_kernel_names_op_node_and_function(tmp_path):
-    import savedmodel as sm
-    from savedmodel.protos import saved_model_pb2
-
-    class M(sm.Module):
-        @sm.function(input_signature=[sm.TensorSpec([None], sm.float32)])
-        def f(self, x):
-            return sm.math.sqrt(x)
-
-    sm.saved_model.save(M(), str(tmp_path))
     # Sqrt becomes Dawsn (the same inputs and attrs): an op the numpy engine has and the native
     # engine lacks (asserted below, so that this test fails rather than passing vacuously the
     # day the native engine gains it).
-    pb = tmp_path / "saved_model.pb"
-    saved = saved_model_pb2.SavedModel.FromString(pb.read_bytes())
-    for function in saved.meta_graphs[0].graph_def.library.function:
-        for node in function.node_def:
-            if node.op == "Sqrt":
-                node.op = "Dawsn"
-    pb.write_bytes(saved.SerializeToString())
+    model = with_op_renamed(sqrt_model(tmp_path / "sqrt"), tmp_path / "dawsn", "Sqrt", "Dawsn")
     missing = {"Dawsn"} - set(native.ops())
     assert missing, "the native engine has Dawsn now: pick another op it lacks for this test"
     with pytest.raises(native.NativeUnsupportedError, match=r"no kernel for op Dawsn \(node \"[\w/]+\" in function \"\w+\"\)") as caught:
-        load(tmp_path, engine="native")
+        load(model, engine="native")
     assert caught.value.ops and set(caught.value.ops) <= missing
-    model = load(tmp_path)
-    assert model.engine == "numpy" and "no kernel for" in model.engine_reason
+    loaded = load(model)
+    assert loaded.engine == "numpy" and "no kernel for" in loaded.engine_reason
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garble"])

@@ -18,11 +18,14 @@ pub mod nn;
 pub mod parsing;
 pub mod random;
 pub mod rnn;
+mod rnn_gates;
 pub mod rnn_loop;
 pub mod signal;
 pub mod special;
 pub mod state;
 pub mod strings;
+#[cfg(test)]
+mod test_util;
 pub mod util;
 
 /// Every kernel of the native engine.

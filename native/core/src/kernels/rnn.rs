@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::engine::kernel::{fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::{RunContext, Value};
 use crate::kernels::nn::{product, Side};
+use crate::kernels::rnn_gates::lstm_row;
 use crate::tensor::{Storage, Tensor};
 
 /// The fused op's name (internal: no TensorFlow op has it, and docs/ops.md leaves out names
@@ -158,31 +159,23 @@ fn fast(t: &[Arc<Tensor>]) -> Option<(Tensor, Tensor)> {
     let (xv, wv, hv, uv) = (x.values()?, w.values()?, h.values()?, u.values()?);
     let (bv, cv): (&[f32], &[f32]) = (b.values()?, c.values()?);
     let xw = matmul(x, w, xv, wv, [n, k, gates])?;
-    let hu = matmul(h, u, hv, uv, [n, j, gates])?;
-    let mut h_next = Vec::with_capacity(n * units);
-    let mut c_next = Vec::with_capacity(n * units);
-    for row in 0..n {
-        let z = |gate: usize, col: usize| {
-            let at = row * gates + gate * units + col;
-            (xw[at] + hu[at]) + bv[gate * units + col]
-        };
-        for col in 0..units {
-            let (i, f) = (sigmoid(z(0, col)), sigmoid(z(1, col)));
-            let (g, o) = (z(2, col).tanh(), sigmoid(z(3, col)));
-            let cell = f * cv[row * units + col] + i * g;
-            c_next.push(cell);
-            h_next.push(o * cell.tanh());
+    let mut hu = matmul(h, u, hv, uv, [n, j, gates])?;
+    let mut c_next = cv.to_vec();
+    let mut h_next = vec![0f32; n * units];
+    if units > 0 {
+        let rows = xw.chunks_exact(gates).zip(hu.chunks_exact_mut(gates)).zip(
+            c_next
+                .chunks_exact_mut(units)
+                .zip(h_next.chunks_exact_mut(units)),
+        );
+        for ((xr, zr), (c_row, h_row)) in rows {
+            lstm_row(xr, zr, bv, c_row, h_row);
         }
     }
     Some((
         Tensor::from_vec(vec![n, units], h_next),
         Tensor::from_vec(vec![n, units], c_next),
     ))
-}
-
-/// As the Sigmoid kernel computes it.
-pub(crate) fn sigmoid(x: f32) -> f32 {
-    (1.0 + (-x).exp()).recip()
 }
 
 /// `a [m, k] × b [k, n]`: a plain loop for small products, the MatMul kernel's GEMM otherwise.
@@ -218,15 +211,7 @@ mod tests {
     use crate::engine::library::Library;
 
     fn values(seed: u32, count: usize) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2_654_435_761).max(1);
-        (0..count)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2000) as f32 / 1000.0 - 1.0
-            })
-            .collect()
+        crate::kernels::test_util::values(seed, count, 1)
     }
 
     fn tensor(seed: u32, shape: &[usize]) -> Value {

@@ -4,7 +4,8 @@
 //! dispatched), more than the arithmetic of a small cell; and the input product `x_t · W` of
 //! every step does not depend on the recurrence. Here the inputs of all the steps go through
 //! one matrix product before the loop (as onnxruntime's LSTM and GRU ops do), and each step
-//! computes only `h · U` and the gates, in buffers allocated once per call.
+//! computes only `h · U` and the gates (rnn_gates: vectorized rows), in buffers allocated once
+//! per call.
 //!
 //! The node keeps the While's inputs, outputs and attrs (`cond`, `body`), plus `_rnn_loop`
 //! ([`LoopSpec`]): which loop variables are the time index, the input and output lists, the
@@ -19,7 +20,8 @@ use crate::engine::attrs::Attrs;
 use crate::engine::kernel::{KResult, Kernel, NodeSpec, Registry};
 use crate::engine::value::TensorList;
 use crate::engine::{RunContext, Value};
-use crate::kernels::rnn::{matmul, sigmoid};
+use crate::kernels::rnn::matmul;
+use crate::kernels::rnn_gates::{gru_row, lstm_row};
 use crate::protos::attr_value::{ListValue, Value as A};
 use crate::protos::AttrValue;
 use crate::tensor::Tensor;
@@ -335,6 +337,9 @@ impl RnnLoop {
             let v = scalar(&inputs[c])?.checked_add(i32::try_from(run.steps).ok()?)?;
             out[c] = Value::tensor(Tensor::scalar(v));
         }
+        // Value semantics: the input list stays as it was. Its items are shared tensors, so the
+        // copy is one pointer per item; a constant write index (Keras without return_sequences)
+        // comes with a list of one item.
         let mut list = run.out_list.clone();
         for (step, h) in written {
             let at = s.write_at.unwrap_or(run.start + step);
@@ -472,11 +477,20 @@ fn recurrent_product(h: &[f32], u: &Tensor, n: usize, out: &mut [f32]) -> Option
     Some(())
 }
 
-fn lstm(run: &Run, hidden: &mut [f32], state: &mut [f32]) -> Option<Written> {
-    let (n, units) = (run.n, run.units);
-    let gates = 4 * units;
+/// The loop both cells share: checks the recurrent kernel (`[units, gates]`) and the bias
+/// (`bias_shape`), computes every step's input product at once, then for each step `h · U` and
+/// `cell(row, x·W row, h·U row, bias, hidden row)` over the batch rows (the `h·U` row is scratch
+/// the cell may overwrite), and keeps what the output list receives.
+fn for_each_step(
+    run: &Run,
+    hidden: &mut [f32],
+    gates: usize,
+    bias_shape: &[usize],
+    mut cell: impl FnMut(usize, &[f32], &mut [f32], &[f32], &mut [f32]) -> Option<()>,
+) -> Option<Written> {
+    let n = run.n;
     let [_, u, b] = &run.weights;
-    if u.shape() != [units, gates] || b.shape() != [gates] {
+    if u.shape() != [run.units, gates] || b.shape() != bias_shape {
         return None;
     }
     let bias = b.values::<f32>()?;
@@ -486,65 +500,34 @@ fn lstm(run: &Run, hidden: &mut [f32], state: &mut [f32]) -> Option<Written> {
     for step in 0..run.steps {
         recurrent_product(hidden, u, n, &mut hu)?;
         let xw_step = xw.get(step * n * gates..(step + 1) * n * gates)?;
-        for row in 0..n {
-            let (xr, hr) = (
-                &xw_step[row * gates..(row + 1) * gates],
-                &hu[row * gates..(row + 1) * gates],
-            );
-            let z = |gate: usize, col: usize| {
-                let at = gate * units + col;
-                (xr[at] + hr[at]) + bias[at]
-            };
-            let (h_row, c_row) = (
-                &mut hidden[row * units..(row + 1) * units],
-                &mut state[row * units..(row + 1) * units],
-            );
-            for col in 0..units {
-                let (i, f) = (sigmoid(z(0, col)), sigmoid(z(1, col)));
-                let (g, o) = (z(2, col).tanh(), sigmoid(z(3, col)));
-                let c = f * c_row[col] + i * g;
-                c_row[col] = c;
-                h_row[col] = o * c.tanh();
-            }
+        let rows = xw_step
+            .chunks_exact(gates)
+            .zip(hu.chunks_exact_mut(gates))
+            .zip(hidden.chunks_exact_mut(run.units));
+        for (row, ((xr, hr), h_row)) in rows.enumerate() {
+            cell(row, xr, hr, bias, h_row)?;
         }
         keep(&mut written, step, run, hidden);
     }
     Some(written)
 }
 
+fn lstm(run: &Run, hidden: &mut [f32], state: &mut [f32]) -> Option<Written> {
+    let units = run.units;
+    let gates = 4 * units;
+    for_each_step(run, hidden, gates, &[gates], |row, xr, hr, bias, h_row| {
+        let c_row = state.get_mut(row * units..(row + 1) * units)?;
+        lstm_row(xr, hr, bias, c_row, h_row);
+        Some(())
+    })
+}
+
 fn gru(run: &Run, hidden: &mut [f32]) -> Option<Written> {
-    let (n, units) = (run.n, run.units);
-    let gates = 3 * units;
-    let [_, u, b] = &run.weights;
-    if u.shape() != [units, gates] || b.shape() != [2, gates] {
-        return None;
-    }
-    let bias = b.values::<f32>()?;
-    let (input_bias, recurrent_bias) = bias.split_at(gates);
-    let xw = input_product(run, gates)?;
-    let mut hu = vec![0f32; n * gates];
-    let mut written = Written::new();
-    for step in 0..run.steps {
-        recurrent_product(hidden, u, n, &mut hu)?;
-        let xw_step = xw.get(step * n * gates..(step + 1) * n * gates)?;
-        for row in 0..n {
-            let (xr, hr) = (
-                &xw_step[row * gates..(row + 1) * gates],
-                &hu[row * gates..(row + 1) * gates],
-            );
-            let x = |at: usize| xr[at] + input_bias[at];
-            let h = |at: usize| hr[at] + recurrent_bias[at];
-            let h_row = &mut hidden[row * units..(row + 1) * units];
-            for (col, state) in h_row.iter_mut().enumerate() {
-                let z = sigmoid(x(col) + h(col));
-                let r = sigmoid(x(units + col) + h(units + col));
-                let candidate = (x(2 * units + col) + r * h(2 * units + col)).tanh();
-                *state = z * *state + (1.0 - z) * candidate;
-            }
-        }
-        keep(&mut written, step, run, hidden);
-    }
-    Some(written)
+    let gates = 3 * run.units;
+    for_each_step(run, hidden, gates, &[2, gates], |_, xr, hr, bias, h_row| {
+        gru_row(xr, hr, bias, h_row);
+        Some(())
+    })
 }
 
 #[cfg(test)]

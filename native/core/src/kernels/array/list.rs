@@ -183,6 +183,43 @@ pub(super) fn count_input(t: &Tensor, what: &str) -> KResult<i64> {
     }
 }
 
+/// Reserve's `num_elements`: a non-negative scalar, and that many unset items of type `T`
+/// allocatable. Both kinds of list (tensors, variants) reserve through it.
+pub(super) fn reserve_count<T>(t: &Tensor) -> KResult<usize> {
+    let count = count_input(t, "num_elements")?;
+    let count = usize::try_from(count).map_err(|_| {
+        fail(format!(
+            "The num_elements to reserve must be a non negative number, but got {count}"
+        ))
+    })?;
+    checked_count(&[count, std::mem::size_of::<Option<T>>()])?;
+    Ok(count)
+}
+
+/// SetItem's index `i` as a slot: below the list's `size`, or (`resize`) any non-negative one.
+pub(super) fn set_index(i: i64, size: usize, resize: bool) -> KResult<usize> {
+    usize::try_from(i)
+        .ok()
+        .filter(|&u| u < size || resize)
+        .ok_or_else(|| {
+            fail(format!(
+                "Trying to modify element {i} in a list with {size} elements."
+            ))
+        })
+}
+
+/// `item` into slot `at`, first growing `items` with unset items when `at` is past the end.
+pub(super) fn set_slot<T: Clone>(items: &mut Vec<Option<T>>, at: usize, item: T) -> KResult<()> {
+    if at >= items.len() {
+        checked_count(&[at, 2])?;
+        items.resize(at + 1, None);
+    }
+    if let Some(slot) = items.get_mut(at) {
+        *slot = Some(item);
+    }
+    Ok(())
+}
+
 pub(super) fn zeros_of(shape: &[usize], dtype: DType) -> KResult<Tensor> {
     make(shape.to_vec(), zeros(dtype, checked_count(shape)?))
 }
@@ -274,13 +311,7 @@ fn reserve(node: &NodeSpec) -> Made {
     let dtype = node.attrs.dtype("element_dtype")?;
     Ok(boxed(move |_, inputs| {
         let shape = shape_input(&*tensor_input(inputs, 0)?)?;
-        let count = count_input(&*tensor_input(inputs, 1)?, "num_elements")?;
-        let count = usize::try_from(count).map_err(|_| {
-            fail(format!(
-                "The num_elements to reserve must be a non negative number, but got {count}"
-            ))
-        })?;
-        checked_count(&[count, std::mem::size_of::<Option<Arc<Tensor>>>()])?;
+        let count = reserve_count::<Arc<Tensor>>(&*tensor_input(inputs, 1)?)?;
         list_value(TensorList {
             element_dtype: dtype,
             element_shape: shape,
@@ -464,26 +495,14 @@ fn set_item(node: &NodeSpec) -> Made {
         check_dtype(&list, dtype)?;
         let i = count_input(&*tensor_input(inputs, 1)?, "index")?;
         let item = tensor_input(inputs, 2)?;
-        let size = list.items.len();
-        let at = usize::try_from(i)
-            .ok()
-            .filter(|&u| u < size || resize)
-            .ok_or_else(|| {
-                fail(format!(
-                    "Trying to modify element {i} in a list with {size} elements."
-                ))
-            })?;
+        let at = set_index(i, list.items.len(), resize)?;
         check_item(
             &list,
             &item,
             "Tried to set a tensor with incompatible shape at a list index. Item element shape:",
         )?;
         let mut new = (*list).clone();
-        if at >= size {
-            checked_count(&[at, 2])?;
-            new.items.resize(at + 1, None);
-        }
-        new.items[at] = Some(item);
+        set_slot(&mut new.items, at, item)?;
         list_value(new)
     }))
 }

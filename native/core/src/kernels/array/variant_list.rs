@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use super::copy::checked_count;
 use super::list::{
-    compatible, count_input, fully_defined, index_in, merge, shape_input, shape_text, Partial,
+    compatible, count_input, fully_defined, index_in, merge, reserve_count, set_index, set_slot,
+    shape_input, shape_text, Partial,
 };
 use super::Made;
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, NodeSpec};
@@ -60,13 +60,7 @@ fn list_value(list: VariantList) -> KResult {
 pub(super) fn reserve(_: &NodeSpec) -> Made {
     Ok(boxed(|_, inputs| {
         let shape = shape_input(&*tensor_input(inputs, 0)?)?;
-        let count = count_input(&*tensor_input(inputs, 1)?, "num_elements")?;
-        let count = usize::try_from(count).map_err(|_| {
-            fail(format!(
-                "The num_elements to reserve must be a non negative number, but got {count}"
-            ))
-        })?;
-        checked_count(&[count, std::mem::size_of::<Option<Arc<VariantTensor>>>()])?;
+        let count = reserve_count::<Arc<VariantTensor>>(&*tensor_input(inputs, 1)?)?;
         list_value(VariantList {
             element_shape: shape,
             items: vec![None; count],
@@ -119,15 +113,7 @@ pub(super) fn set_item(node: &NodeSpec) -> Made {
         let list = list_input(inputs, 0)?;
         let i = count_input(&*tensor_input(inputs, 1)?, "index")?;
         let item = variant_input(inputs, 2)?;
-        let size = list.items.len();
-        let at = usize::try_from(i)
-            .ok()
-            .filter(|&u| u < size || resize)
-            .ok_or_else(|| {
-                fail(format!(
-                    "Trying to modify element {i} in a list with {size} elements."
-                ))
-            })?;
+        let at = set_index(i, list.items.len(), resize)?;
         if !compatible(&list.element_shape, item.shape()) {
             return Err(fail(format!(
                 "Tried to set a tensor with incompatible shape at a list index. Item element \
@@ -137,13 +123,7 @@ pub(super) fn set_item(node: &NodeSpec) -> Made {
             )));
         }
         let mut new = (*list).clone();
-        if at >= size {
-            checked_count(&[at, 2])?;
-            new.items.resize(at + 1, None);
-        }
-        if let Some(slot) = new.items.get_mut(at) {
-            *slot = Some(item);
-        }
+        set_slot(&mut new.items, at, item)?;
         list_value(new)
     }))
 }

@@ -1,20 +1,7 @@
 //! A transform with a known spectrum, and the complex-part ops' dtypes.
 
-use crate::engine::{run_node, Value};
-use crate::protos::NodeDef;
+use crate::kernels::test_util::run_op as run;
 use crate::tensor::Tensor;
-
-fn run(op: &str, inputs: Vec<Tensor>) -> crate::error::Result<Tensor> {
-    let node = NodeDef {
-        name: op.into(),
-        op: op.into(),
-        ..Default::default()
-    };
-    match run_node(&node, inputs)?.remove(0) {
-        Value::Tensor(t) => Ok((*t).clone()),
-        other => panic!("not a tensor: {other:?}"),
-    }
-}
 
 #[test]
 fn rfft_of_a_cosine_has_one_bin() {

@@ -2,8 +2,7 @@
 //! kernels' dtype and shape rules.
 
 use super::{bessel, gamma, inverse_erf};
-use crate::engine::{run_node, Value};
-use crate::protos::NodeDef;
+use crate::kernels::test_util::run_op as run;
 use crate::tensor::Tensor;
 
 fn close(got: f64, want: f64, rtol: f64) {
@@ -75,18 +74,6 @@ fn bessel_functions_meet_tables() {
     close(bessel::j1(10.0), 0.043_472_746_168_861_44, 1e-12);
     close(bessel::j1(-30.0), 0.118_751_062_616_622_94, 1e-12);
     assert!(bessel::j1(f64::INFINITY).is_nan());
-}
-
-fn run(op: &str, inputs: Vec<Tensor>) -> crate::error::Result<Tensor> {
-    let node = NodeDef {
-        name: op.into(),
-        op: op.into(),
-        ..Default::default()
-    };
-    match run_node(&node, inputs)?.remove(0) {
-        Value::Tensor(t) => Ok((*t).clone()),
-        other => panic!("not a tensor: {other:?}"),
-    }
 }
 
 #[test]
