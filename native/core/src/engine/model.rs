@@ -81,8 +81,8 @@ pub struct Signature {
     pub inputs: Vec<TensorSpec>,
     pub outputs: Vec<TensorSpec>,
     plan: Plan,
-    /// Whether the next call runs with rayon's workers kept awake, from how long the last
-    /// took (engine/workers.rs).
+    /// Whether the next call runs with rayon's workers kept awake: the last took long enough
+    /// (engine/workers.rs).
     hot: AtomicBool,
 }
 
@@ -326,7 +326,7 @@ impl Model {
             true => workers::run_hot(run),
             false => run(),
         };
-        let next = workers::next_hot(hot, started.elapsed());
+        let next = started.elapsed() >= workers::HOT_AFTER;
         signature.hot.store(next, Ordering::Relaxed);
         let values = values.map_err(|e| named(&signature.name, e))?;
         signature

@@ -10,15 +10,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Calls that took at least this long last time run with the workers kept awake; shorter
-/// ones (small models) would spend more on handing the call to the pool than they gain.
+/// ones (small models) would spend more on handing the call to the pool than they gain
+/// (measured: keras_cnn at batch 32, 0.56 ms, gains 0.1 ms; a 0.2 ms separable_cnn call
+/// neither gains nor loses; a 0.1 ms LSTM call loses 0.05 ms).
 pub const HOT_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// Whether the next call runs hot, given whether the last one did and how long it took: a
-/// call that hot running brought under [`HOT_AFTER`] stays hot down to half of it, so a model
-/// near the bound does not alternate.
-pub fn next_hot(was_hot: bool, took: std::time::Duration) -> bool {
-    took >= HOT_AFTER || (was_hot && took >= HOT_AFTER / 2)
-}
 
 /// `body` on a rayon worker, with the pool's other workers taking its parallel work as soon
 /// as it is offered; returns when `body` does.
@@ -69,13 +64,5 @@ mod tests {
         assert_eq!(total, (0..50).sum::<u64>() * (0..10_000u64).sum::<u64>());
         // From a thread outside any pool as well (the global pool).
         assert_eq!(run_hot(|| 7), 7);
-    }
-
-    #[test]
-    fn hot_running_starts_at_the_bound_and_stops_at_half_of_it() {
-        assert!(next_hot(false, HOT_AFTER));
-        assert!(!next_hot(false, HOT_AFTER / 2));
-        assert!(next_hot(true, HOT_AFTER / 2));
-        assert!(!next_hot(true, HOT_AFTER / 3));
     }
 }
