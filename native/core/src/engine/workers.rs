@@ -36,10 +36,20 @@ pub fn run_hot<R: Send>(body: impl FnOnce() -> R + Send) -> R {
                 }
             });
         }
-        let out = body();
-        done.store(true, Ordering::Release);
-        out
+        // Set on return and on unwinding alike: a panic in `body` must still stop the
+        // spinners, or the scope would wait for them forever.
+        let _finish = Finish(done);
+        body()
     })
+}
+
+/// Tells the spinners the call is over when dropped.
+struct Finish<'a>(&'a AtomicBool);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 #[cfg(test)]
@@ -64,5 +74,18 @@ mod tests {
         assert_eq!(total, (0..50).sum::<u64>() * (0..10_000u64).sum::<u64>());
         // From a thread outside any pool as well (the global pool).
         assert_eq!(run_hot(|| 7), 7);
+    }
+
+    #[test]
+    fn a_panic_in_the_body_reaches_the_caller_instead_of_hanging() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| run_hot(|| panic!("kernel")))
+        }));
+        assert!(caught.is_err());
+        assert_eq!(pool.install(|| run_hot(|| 1)), 1);
     }
 }
