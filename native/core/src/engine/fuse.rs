@@ -123,7 +123,7 @@ impl ScaledWeights {
 
 /// How many times each node output is read (data inputs, plan outputs), and which nodes are
 /// named by control edges or roots (those are never fused away).
-struct Uses {
+pub(crate) struct Uses {
     data: HashMap<(String, usize), usize>,
     pinned: std::collections::HashSet<String>,
     /// The nodes reading each node's outputs.
@@ -133,7 +133,7 @@ struct Uses {
     absorbed: std::collections::HashSet<usize>,
 }
 
-fn use_counts(ir: &Ir) -> Uses {
+pub(crate) fn use_counts(ir: &Ir) -> Uses {
     let mut data: HashMap<(String, usize), usize> = HashMap::new();
     let mut pinned: std::collections::HashSet<String> = ir.roots.iter().cloned().collect();
     let mut consumers: HashMap<String, Vec<usize>> = HashMap::new();
@@ -159,6 +159,14 @@ fn use_counts(ir: &Ir) -> Uses {
         pinned,
         consumers,
         absorbed: Default::default(),
+    }
+}
+
+impl Uses {
+    /// Whether the node `name` is unpinned and its first output is read exactly `count` times
+    /// (all of them data reads), so that a rewrite consuming those reads may remove it.
+    pub(crate) fn only_read(&self, name: &str, count: usize) -> bool {
+        !self.pinned.contains(name) && self.data.get(&(name.to_string(), 0)) == Some(&count)
     }
 }
 
@@ -199,7 +207,7 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
             break;
         }
         let name = &ir.nodes[current].name;
-        if uses.pinned.contains(name) || uses.data.get(&(name.clone(), 0)) != Some(&1) {
+        if !uses.only_read(name, 1) {
             break;
         }
         let next = match uses.consumers.get(name).map(Vec::as_slice) {
@@ -282,7 +290,7 @@ fn match_affine(ir: &Ir, i: usize, uses: &Uses) -> Option<AffineRewrite> {
     let mut current = i;
     loop {
         let name = &ir.nodes[current].name;
-        if uses.pinned.contains(name) || uses.data.get(&(name.clone(), 0)) != Some(&1) {
+        if !uses.only_read(name, 1) {
             break;
         }
         let next = match uses.consumers.get(name).map(Vec::as_slice) {
@@ -388,10 +396,7 @@ fn apply_affine(ir: &mut Ir, rewrite: AffineRewrite, uses: &mut Uses) {
 /// reads x or the intermediate values.
 fn swish_of(ir: &Ir, uses: &Uses, at: usize) -> Option<Vec<usize>> {
     let x = &ir.nodes[at].name;
-    let only_read_by = |name: &str, count: usize| {
-        !uses.pinned.contains(name) && uses.data.get(&(name.to_string(), 0)) == Some(&count)
-    };
-    if !only_read_by(x, 2) {
+    if !uses.only_read(x, 2) {
         return None;
     }
     let readers = uses.consumers.get(x)?;
@@ -416,14 +421,14 @@ fn swish_of(ir: &Ir, uses: &Uses, at: usize) -> Option<Vec<usize>> {
         if is(first, "Mul") && scales_by_one(ir, &ir.nodes[first], x) {
             let name = &ir.nodes[first].name;
             match uses.consumers.get(name).map(Vec::as_slice) {
-                Some(&[j]) if only_read_by(name, 1) => sigmoid = j,
+                Some(&[j]) if uses.only_read(name, 1) => sigmoid = j,
                 _ => continue,
             }
             chain.push(sigmoid);
         }
         let name = &ir.nodes[sigmoid].name;
         let feeds_last = uses.consumers.get(name).map(Vec::as_slice) == Some(&[last]);
-        if is(sigmoid, "Sigmoid") && only_read_by(name, 1) && feeds_last && reads(last, name) {
+        if is(sigmoid, "Sigmoid") && uses.only_read(name, 1) && feeds_last && reads(last, name) {
             chain.push(last);
             return Some(chain);
         }

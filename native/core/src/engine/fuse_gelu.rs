@@ -13,9 +13,10 @@
 //! `_SavedModelGelu` node on `x` (kernels/gelu.rs), with `c` and `s` as attributes; the rest
 //! is pruned. Operands of Mul and AddV2 may come in either order.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::engine::attrs::Attrs;
+use crate::engine::fuse::{use_counts, Uses};
 use crate::engine::graph::Src;
 use crate::engine::ir::{Ir, IrNode};
 use crate::engine::kernel::Registry;
@@ -29,9 +30,9 @@ pub fn fuse_gelu(ir: &mut Ir, registry: &Registry) {
     if !registry.contains(GELU) {
         return;
     }
-    let reads = Reads::of(ir);
+    let uses = use_counts(ir);
     let found: Vec<Found> = (0..ir.nodes.len())
-        .filter_map(|i| match_at(ir, &reads, i))
+        .filter_map(|i| match_at(ir, &uses, i))
         .collect();
     for f in found {
         let last = &ir.nodes[f.last];
@@ -68,41 +69,8 @@ struct Found {
     last: usize,
 }
 
-/// How often each node output is read, and the nodes control edges, roots or outputs name.
-struct Reads {
-    count: HashMap<(String, usize), usize>,
-    pinned: HashSet<String>,
-}
-
-impl Reads {
-    fn of(ir: &Ir) -> Reads {
-        let mut count: HashMap<(String, usize), usize> = HashMap::new();
-        let mut pinned: HashSet<String> = ir.roots.iter().cloned().collect();
-        for node in &ir.nodes {
-            for src in &node.inputs {
-                if let Src::Node(n, k) = src {
-                    *count.entry((n.clone(), *k)).or_default() += 1;
-                }
-            }
-            pinned.extend(node.control.iter().cloned());
-        }
-        for src in &ir.outputs {
-            if let Src::Node(n, _) = src {
-                pinned.insert(n.clone());
-            }
-        }
-        Reads { count, pinned }
-    }
-
-    /// Whether node `i`'s only output is read exactly once, by data, and never pinned.
-    fn once(&self, ir: &Ir, i: usize) -> bool {
-        let name = &ir.nodes[i].name;
-        !self.pinned.contains(name) && self.count.get(&(name.clone(), 0)) == Some(&1)
-    }
-}
-
 /// The GELU subgraph ending at node `last`, if it is one.
-fn match_at(ir: &Ir, reads: &Reads, last: usize) -> Option<Found> {
+fn match_at(ir: &Ir, uses: &Uses, last: usize) -> Option<Found> {
     let step = |i: usize, op: &str| -> Option<&IrNode> {
         let node = &ir.nodes[i];
         let float = Attrs::new(&node.attrs).dtype("T").ok() == Some(crate::DType::Float32);
@@ -135,12 +103,15 @@ fn match_at(ir: &Ir, reads: &Reads, last: usize) -> Option<Found> {
         return None;
     }
     let steps = [half, one_plus, t, arg, inner, small, cube];
-    steps.iter().all(|&i| reads.once(ir, i)).then_some(Found {
-        x,
-        coefficient,
-        scale,
-        last,
-    })
+    steps
+        .iter()
+        .all(|&i| uses.only_read(&ir.nodes[i].name, 1))
+        .then_some(Found {
+            x,
+            coefficient,
+            scale,
+            last,
+        })
 }
 
 fn binary(node: &IrNode) -> Option<[&Src; 2]> {
