@@ -51,7 +51,11 @@ pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
 /// The source offsets of every element of `out` in row-major order, for a tensor of `shape`
 /// broadcast to `out`.
 pub fn broadcast_offsets(shape: &[usize], out: &[usize]) -> Vec<usize> {
-    let strides = broadcast_strides(shape, out);
+    strided_offsets(&broadcast_strides(shape, out), out)
+}
+
+/// The offsets `sum(index[d] * strides[d])` of every index of `out` in row-major order.
+pub fn strided_offsets(strides: &[usize], out: &[usize]) -> Vec<usize> {
     let count = element_count(out).unwrap_or(0);
     let mut offsets = Vec::with_capacity(count);
     let mut index = vec![0usize; out.len()];

@@ -21,17 +21,21 @@ pub fn exp_f32(x: f32) -> f32 {
     // Adding then subtracting 1.5 * 2^23 rounds to the nearest integer in plain SSE2.
     const ROUND: f32 = 12_582_912.0;
     let clamped = x.clamp(LOW, HIGH);
-    let n = (clamped * std::f32::consts::LOG2_E + ROUND) - ROUND;
+    let shifted = clamped * std::f32::consts::LOG2_E + ROUND;
+    let n = shifted - ROUND;
     let r = clamped - n * LN2_HI - n * LN2_LO;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 1.666_666_5e-1)
         * r
         + 0.5;
     let e = p * r * r + r + 1.0;
+    // n as an integer: `shifted` is ROUND + n exactly and ROUND's unit in the last place is 1,
+    // so their bit patterns differ by n. An integer subtraction per lane, where `n as i32`
+    // (saturating, NaN to 0) compiles to a scalar compare and select per lane.
+    let n = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     // 2^n in two factors: n reaches 128 near HIGH, one past the largest float32 exponent.
-    let n = n as i32;
     let half = n >> 1;
-    let y = e * pow2(half) * pow2(n - half);
+    let y = e * pow2(half) * pow2(n.wrapping_sub(half));
     if x > HIGH {
         f32::INFINITY
     } else if x < LOW {
@@ -41,10 +45,11 @@ pub fn exp_f32(x: f32) -> f32 {
     }
 }
 
-/// 2^k for k in [-126, 127], built from its exponent bits.
+/// 2^k for k in [-126, 127], built from its exponent bits (any other k, which only a NaN
+/// input gives and whose result is NaN anyway, wraps instead of overflowing).
 #[inline(always)]
 fn pow2(k: i32) -> f32 {
-    f32::from_bits(((k + 127) as u32) << 23)
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
 }
 
 /// 1 / (1 + e^-x): e^-x overflows to inf only where the result underflows to 0 anyway.

@@ -4,7 +4,9 @@
 use super::binary::add;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
 use crate::engine::Registry;
-use crate::kernels::util::{broadcast_offsets, broadcast_shape, f32_to_half, half_to_f32, make};
+use crate::kernels::util::{
+    broadcast_shape, broadcast_strides, f32_to_half, half_to_f32, make, strided_offsets,
+};
 use crate::tensor::{element_count, Storage, Tensor};
 
 pub fn register(r: &mut Registry) {
@@ -139,9 +141,10 @@ fn select_v2(c: &Tensor, x: &Tensor, y: &Tensor) -> KResult<Tensor> {
     let storage = if same {
         same_kind!(x, y, |p, q| Ok::<_, crate::error::Error>(pick(cond, p, q)))?
     } else {
-        let offsets = [c.shape(), x.shape(), y.shape()].map(|s| broadcast_offsets(s, &out));
-        same_kind!(x, y, |p, q| Ok::<_, crate::error::Error>(pick_at(
-            cond, p, q, &offsets
+        let rows = [c.shape(), x.shape(), y.shape()].map(|s| Rows::of(s, &out));
+        let width = out.last().copied().unwrap_or(1);
+        same_kind!(x, y, |p, q| Ok::<_, crate::error::Error>(pick_rows(
+            cond, p, q, &rows, width
         )))?
     };
     make(out, storage)
@@ -155,13 +158,61 @@ fn pick<T: Clone>(cond: &[bool], x: &[T], y: &[T]) -> Vec<T> {
         .collect()
 }
 
-/// `pick` with each operand read at its broadcast offsets (condition, x, y).
-fn pick_at<T: Clone>(cond: &[bool], x: &[T], y: &[T], offsets: &[Vec<usize>; 3]) -> Vec<T> {
-    let [oc, ox, oy] = offsets;
-    oc.iter()
-        .zip(ox.iter().zip(oy))
-        .map(|(&k, (&i, &j))| if cond[k] { &x[i] } else { &y[j] }.clone())
-        .collect()
+/// An operand broadcast to the output, read row by row (a row: the output's last dimension):
+/// where each row starts and the step along it (0 when the operand repeats one element). An
+/// attention mask broadcast over heads and queries then costs one offset per row, not three
+/// per element.
+struct Rows {
+    starts: Vec<usize>,
+    step: usize,
+}
+
+impl Rows {
+    fn of(shape: &[usize], out: &[usize]) -> Rows {
+        let strides = broadcast_strides(shape, out);
+        match out.len().checked_sub(1) {
+            Some(last) => Rows {
+                starts: strided_offsets(&strides[..last], &out[..last]),
+                step: strides[last],
+            },
+            None => Rows {
+                starts: vec![0],
+                step: 0,
+            },
+        }
+    }
+}
+
+/// `pick` with each operand (condition, x, y) read along its broadcast rows of `width`: each
+/// output row starts as y's and takes x where the condition holds, as whole slices when both
+/// run along the row (a mask over scores), so that the common case is a vectorized blend.
+fn pick_rows<T: Clone>(cond: &[bool], x: &[T], y: &[T], rows: &[Rows; 3], width: usize) -> Vec<T> {
+    let [rc, rx, ry] = rows;
+    let mut out = Vec::with_capacity(rc.starts.len() * width);
+    for ((&c0, &x0), &y0) in rc.starts.iter().zip(&rx.starts).zip(&ry.starts) {
+        let start = out.len();
+        if ry.step == 0 {
+            out.resize(start + width, y[y0].clone());
+        } else {
+            out.extend_from_slice(&y[y0..y0 + width]);
+        }
+        let row = &mut out[start..];
+        if rc.step == 1 && rx.step == 1 {
+            let pairs = cond[c0..c0 + width].iter().zip(&x[x0..x0 + width]);
+            for (o, (&k, a)) in row.iter_mut().zip(pairs) {
+                if k {
+                    *o = a.clone();
+                }
+            }
+        } else {
+            for (i, o) in row.iter_mut().enumerate() {
+                if cond[c0 + i * rc.step] {
+                    *o = x[x0 + i * rx.step].clone();
+                }
+            }
+        }
+    }
+    out
 }
 
 /// min(max) in TensorFlow's order and comparison form: the upper bound first, so min > max
@@ -237,4 +288,41 @@ fn add_n_factory(_spec: &NodeSpec) -> Result<Box<dyn crate::engine::Kernel>, Str
         }
         one(total)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::util::broadcast_offsets;
+
+    /// Row-wise picking against the per-element definition (every operand read at its broadcast
+    /// offset), for masks, scalars and operands broadcast along and across rows.
+    #[test]
+    fn rows_pick_as_elementwise_offsets_do() {
+        let cases: [[&[usize]; 3]; 6] = [
+            [&[2, 1, 1, 5], &[2, 3, 4, 5], &[]],
+            [&[2, 3, 4, 1], &[2, 3, 4, 5], &[5]],
+            [&[5], &[3, 1], &[3, 5]],
+            [&[], &[4, 1], &[1, 6]],
+            [&[3, 1], &[1], &[3, 1]],
+            [&[2, 0, 3], &[3], &[]],
+        ];
+        for shapes in cases {
+            let out = shapes
+                .iter()
+                .try_fold(vec![], |s, t| broadcast_shape(&s, t))
+                .unwrap();
+            let len = |s: &[usize]| s.iter().product::<usize>();
+            let cond: Vec<bool> = (0..len(shapes[0])).map(|i| i % 3 != 1).collect();
+            let x: Vec<i32> = (0..len(shapes[1]) as i32).collect();
+            let y: Vec<i32> = (0..len(shapes[2]) as i32).map(|i| -1 - i).collect();
+            let rows = shapes.map(|s| Rows::of(s, &out));
+            let got = pick_rows(&cond, &x, &y, &rows, out.last().copied().unwrap_or(1));
+            let [oc, ox, oy] = shapes.map(|s| broadcast_offsets(s, &out));
+            let want: Vec<i32> = (0..oc.len())
+                .map(|e| if cond[oc[e]] { x[ox[e]] } else { y[oy[e]] })
+                .collect();
+            assert_eq!(got, want, "{shapes:?}");
+        }
+    }
 }
