@@ -94,13 +94,25 @@ pub fn tanh_f32(x: f32) -> f32 {
 /// `f` over `v` in chunks, each through [`map_into`]; large inputs across threads. Pass a
 /// function item or closure (not a function pointer) so that `f` inlines into the loop.
 pub fn map_f32(v: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
+    by_chunks(v, 1, |o, i| map_into(o, i, &f))
+}
+
+/// An output of `v`'s length filled by `fill(out_chunk, in_chunk)` over chunks of whole
+/// `unit`s (a row, for row-wise ops): the whole input at once when small, else chunks of about
+/// a quarter of [`PARALLEL_MIN`] across threads. `unit` must be positive.
+pub fn by_chunks(
+    v: &[f32],
+    unit: usize,
+    fill: impl Fn(&mut [f32], &[f32]) + Sync + Send,
+) -> Vec<f32> {
     let mut out = vec![0f32; v.len()];
     if v.len() < PARALLEL_MIN {
-        map_into(&mut out, v, &f);
+        fill(&mut out, v);
     } else {
-        out.par_chunks_mut(PARALLEL_MIN / 4)
-            .zip(v.par_chunks(PARALLEL_MIN / 4))
-            .for_each(|(o, i)| map_into(o, i, &f));
+        let chunk = (PARALLEL_MIN / 4).div_ceil(unit) * unit;
+        out.par_chunks_mut(chunk)
+            .zip(v.par_chunks(chunk))
+            .for_each(|(o, i)| fill(o, i));
     }
     out
 }

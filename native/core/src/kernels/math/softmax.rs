@@ -1,11 +1,9 @@
 //! Softmax and LogSoftmax along the last axis, and the two softmax cross-entropy losses.
 //! Rows are shifted by their maximum so exp cannot overflow; half types compute in f32.
 
-use rayon::prelude::*;
-
 use super::broadcast::map2;
-use super::fast::exp_f32;
-use super::num::{narrow_floats, real_map, wide_floats, Real, PARALLEL_MIN};
+use super::fast::{by_chunks, exp_f32};
+use super::num::{narrow_floats, real_map, wide_floats, Real};
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult};
 use crate::engine::{Registry, Value};
 use crate::kernels::util::{int_values, make};
@@ -34,15 +32,11 @@ fn softmax_kernel(inputs: &[Value], log: bool) -> KResult {
             t.shape()
         )));
     };
-    if let Some(v) = t.values::<f32>() {
-        let out = softmax_f32(v, width, log);
-        return Ok(vec![Value::tensor(make(
-            t.shape().to_vec(),
-            Storage::Float32(out),
-        )?)]);
-    }
-    let storage = real_map!(&t, |v| softmax_rows(v, width, log))
-        .ok_or_else(|| fail(format!("Softmax does not support {} inputs", t.dtype())))?;
+    let storage = match t.values::<f32>() {
+        Some(v) => Storage::Float32(softmax_f32(v, width, log)),
+        None => real_map!(&t, |v| softmax_rows(v, width, log))
+            .ok_or_else(|| fail(format!("Softmax does not support {} inputs", t.dtype())))?,
+    };
     Ok(vec![Value::tensor(make(t.shape().to_vec(), storage)?)])
 }
 
@@ -74,19 +68,10 @@ pub fn softmax_rows<T: Real>(x: &[T], width: usize, log: bool) -> Vec<T> {
 /// SIMD passes instead of a libm call and a dependent add per element (attention's softmax was
 /// a sixth of a small BERT's time); large inputs split over threads by whole rows.
 fn softmax_f32(x: &[f32], width: usize, log: bool) -> Vec<f32> {
-    let mut out = vec![0f32; x.len()];
     if width == 0 {
-        return out;
+        return vec![0f32; x.len()];
     }
-    if x.len() < PARALLEL_MIN {
-        rows_f32(&mut out, x, width, log);
-    } else {
-        let chunk = (PARALLEL_MIN / 4).div_ceil(width) * width;
-        out.par_chunks_mut(chunk)
-            .zip(x.par_chunks(chunk))
-            .for_each(|(o, x)| rows_f32(o, x, width, log));
-    }
-    out
+    by_chunks(x, width, |o, x| rows_f32(o, x, width, log))
 }
 
 /// Compiled also for AVX-512 and AVX2 (chosen at run time); every version gives the same bits.
@@ -256,6 +241,7 @@ fn shape_error(x: &Tensor, labels: &Tensor) -> crate::error::Error {
 
 #[cfg(test)]
 mod fast_tests {
+    use super::super::num::PARALLEL_MIN;
     use super::*;
 
     /// The float32 path against the generic rows in float64, over widths around the lane count,
