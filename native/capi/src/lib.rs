@@ -7,12 +7,6 @@
 //! `error::call`, which catches panics, so none crosses the ABI. The only `unsafe` code is in
 //! `raw`, which turns the caller's pointers into references, slices and strings.
 
-/// mimalloc keeps freed pages for the next call's tensors instead of returning them to the
-/// system (glibc maps and unmaps every large block), which saves the page faults of
-/// re-touching fresh memory on every call.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[cfg(target_endian = "big")]
 compile_error!("the C ABI hands out tensor buffers as little-endian bytes in place");
 

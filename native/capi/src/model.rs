@@ -100,11 +100,13 @@ fn load(path: *const c_char, tags: *const c_char) -> Result<*mut SmModel, String
         tags: tag_set(tags)?,
         ..LoadOptions::default()
     };
+    savedmodel_alloc::keep_freed();
     let model = if path.is_dir() {
         Model::load(path, &options)
     } else {
         Model::load_graph_def(path, &options)
     };
+    savedmodel_alloc::release_freed();
     Ok(raw::into_handle(SmModel::new(
         model.map_err(|e| e.to_string())?,
     )))

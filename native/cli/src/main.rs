@@ -14,11 +14,6 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-/// mimalloc keeps freed pages for the next call's tensors instead of returning them to the
-/// system (glibc maps and unmaps every large block), which saves the page faults of
-/// re-touching fresh memory on every call.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use savedmodel_core::{LoadOptions, Model, Profile, RunOptions, Tensor};
 
 /// Run one signature of a SavedModel (a directory) or a frozen GraphDef (a .pb file) on the
@@ -79,6 +74,7 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
+    savedmodel_alloc::keep_freed();
     let args = Args::parse();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -156,6 +152,7 @@ fn load(args: &Args) -> Result<Model, String> {
     } else {
         Model::load(&args.model, &options)
     };
+    savedmodel_alloc::release_freed();
     loaded.map_err(|e| e.to_string())
 }
 

@@ -4,8 +4,6 @@
 //! a model loads or runs, and turns the core's errors into one exception type whose `kind` the
 //! Python side maps onto the numpy engine's exception classes (so both engines raise alike).
 
-mod alloc;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -117,7 +115,7 @@ impl NativeModel {
         let model = py
             .detach(|| guarded(|| Model::load(&export_dir, &options)))
             .map_err(to_py)?;
-        alloc::release_freed();
+        savedmodel_alloc::release_freed();
         Ok(Self {
             model: Arc::new(model),
         })
@@ -136,6 +134,7 @@ impl NativeModel {
         let model = py
             .detach(|| guarded(|| Model::load_graph_def(&path, &options)))
             .map_err(to_py)?;
+        savedmodel_alloc::release_freed();
         Ok(Self {
             model: Arc::new(model),
         })
@@ -557,6 +556,7 @@ const DTYPES: [DType; 16] = [
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    savedmodel_alloc::keep_freed();
     m.add_class::<NativeModel>()?;
     m.add_class::<SignatureRunner>()?;
     m.add_function(wrap_pyfunction!(ops, m)?)?;
