@@ -80,8 +80,14 @@ def feeds_for(signature, batch: int, rng) -> dict:
     return feeds
 
 
-def median_seconds(call, repeats: int, budget: float = 20.0) -> float:
+def median_seconds(call, repeats: int, budget: float = 20.0, warm_up: float = 0.25) -> float:
+    """Median of `repeats` timed calls (fewer once `budget` seconds have passed), after calls
+    for `warm_up` seconds (at least one): every engine gets the same warm-up, so none is timed
+    while the previous engine's threads and cache contents still disturb the machine."""
+    started = time.perf_counter()
     call()
+    while time.perf_counter() - started < warm_up:
+        call()
     times = []
     started = time.perf_counter()
     for _ in range(repeats):
