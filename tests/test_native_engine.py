@@ -134,6 +134,36 @@ def test_both_engines_agree_on_random_inputs(model_dir, seed, batch):
         _assert_close(fast.signatures[name](**feeds), want, f"{model_dir.name}:{name}")
 
 
+def test_reshapes_relabel_in_place_only_what_no_one_else_sees(tmp_path):
+    """Reshape, ExpandDims and Squeeze reuse an intermediate's buffer when they read it last;
+    a feed, a fetched output and a value read again later keep their shapes."""
+    import savedmodel as sm
+
+    class M(sm.Module):
+        @sm.function(input_signature=[sm.TensorSpec([None, 3], sm.float32)])
+        def f(self, x):
+            y = x * 2.0
+            flat = sm.reshape(y, [-1])
+            z = x + 1.0
+            wide = sm.expand_dims(z, 0)
+            back = sm.squeeze(sm.reshape(x - 1.0, [1, -1, 1]), [0, 2])
+            return {"fed": sm.reshape(x, [3, -1]), "y": y, "flat": flat, "wide": wide,
+                    "z_again": z * 3.0, "back": back}
+
+    module = M()
+    sm.saved_model.save(module, str(tmp_path / "m"), signatures={"serving_default": module.f})
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = load(tmp_path / "m", engine="numpy").signatures["serving_default"](x=x)
+    fast = load(tmp_path / "m", engine="native").signatures["serving_default"]
+    for _ in range(2):
+        got = fast(x=x)
+        assert set(got) == set(want)
+        for key in want:
+            assert got[key].shape == want[key].shape, key
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+    np.testing.assert_array_equal(x, np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
 def test_models_load_and_run_on_threads_that_come_and_go():
     # A server loads each new version on a fresh thread after the last one exited; the
     # module's allocator once crashed the process there (so: in a child process).

@@ -279,4 +279,14 @@ impl Tensor {
     pub fn reshaped(self, shape: Vec<usize>) -> Option<Self> {
         Self::new(shape, self.storage)
     }
+
+    /// Gives these elements `shape` in place; false (and nothing changed) if the element
+    /// counts differ.
+    pub fn set_shape(&mut self, shape: Vec<usize>) -> bool {
+        let fits = element_count(&shape) == Some(self.storage.len());
+        if fits {
+            self.shape = shape;
+        }
+        fits
+    }
 }

@@ -17,6 +17,13 @@ pub type KResult<T = Vec<Value>> = std::result::Result<T, Error>;
 /// A compiled node.
 pub trait Kernel: Send + Sync {
     fn run(&self, ctx: &RunContext, inputs: &[Value]) -> KResult;
+
+    /// `run`, called by a plan with inputs it no longer holds itself: where an input's `Arc`
+    /// is the only reference left, a kernel whose output is that input's buffer (a reshape)
+    /// may change it in place instead of copying it.
+    fn run_owned(&self, ctx: &RunContext, inputs: &mut [Value]) -> KResult {
+        self.run(ctx, inputs)
+    }
 }
 
 impl<F> Kernel for F

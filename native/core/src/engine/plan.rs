@@ -273,18 +273,20 @@ impl Plan {
             for &s in &step.inputs {
                 inputs.push(self.read(args, &outs, s).map_err(|e| self.wrap(step, e))?);
             }
+            // What this step reads last goes before it runs (frees name earlier steps only),
+            // so that an input nothing else holds reaches the kernel as its only reference.
+            for &done in &step.frees {
+                outs[done] = Vec::new();
+            }
             let result = match ctx.profile {
-                None => step.kernel.run(ctx, &inputs),
-                Some(profile) => {
-                    profile.time(&step.op, &step.node, || step.kernel.run(ctx, &inputs))
-                }
+                None => step.kernel.run_owned(ctx, &mut inputs),
+                Some(profile) => profile.time(&step.op, &step.node, || {
+                    step.kernel.run_owned(ctx, &mut inputs)
+                }),
             }
             .map_err(|e| self.wrap(step, e))?;
             inputs.clear();
             outs.push(result);
-            for &done in &step.frees {
-                outs[done] = Vec::new();
-            }
         }
         self.outputs
             .iter()

@@ -1,12 +1,14 @@
 //! Ops on shapes alone (Shape, ShapeN, Size, Rank, BroadcastArgs) and ops that only relabel a
-//! tensor's shape (Reshape, ExpandDims, Squeeze): those copy the buffer once, as a tensor owns
-//! its storage.
+//! tensor's shape (Reshape, ExpandDims, Squeeze): those relabel their input in place when a plan
+//! hands them its only reference, else copy the buffer once (a tensor owns its storage).
+
+use std::sync::Arc;
 
 use super::copy::reshape_copy;
 use super::{int_dtype_attr, int_tensor, scalar_int, Made};
 use crate::dtype::DType;
-use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
-use crate::engine::{Registry, Value};
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
+use crate::engine::{Registry, RunContext, Value};
 use crate::kernels::util::{broadcast_shape, int_values, shape_values};
 use crate::tensor::Tensor;
 
@@ -130,8 +132,7 @@ pub fn reshape_dims(source: &[usize], sizes: &[i64]) -> KResult<Vec<usize>> {
 }
 
 fn reshape(_: &NodeSpec) -> Made {
-    Ok(boxed(|_, inputs| {
-        let t = tensor_input(inputs, 0)?;
+    Ok(Box::new(Relabel(|inputs: &[Value], t: &Tensor| {
         let s = tensor_input(inputs, 1)?;
         if s.rank() > 1 {
             return Err(fail(format!(
@@ -139,24 +140,12 @@ fn reshape(_: &NodeSpec) -> Made {
                 s.shape()
             )));
         }
-        let dims = reshape_dims(t.shape(), &int_values(&s, "shape")?)?;
-        same_or_copy(inputs, &t, dims)
-    }))
-}
-
-/// The input itself when the shape is unchanged, else a reshaped copy.
-fn same_or_copy(inputs: &[Value], t: &Tensor, dims: Vec<usize>) -> KResult {
-    if dims == t.shape() {
-        if let Some(v) = inputs.first() {
-            return Ok(vec![v.clone()]);
-        }
-    }
-    one(reshape_copy(t, dims)?)
+        reshape_dims(t.shape(), &int_values(&s, "shape")?)
+    })))
 }
 
 fn expand_dims(_: &NodeSpec) -> Made {
-    Ok(boxed(|_, inputs| {
-        let t = tensor_input(inputs, 0)?;
+    Ok(Box::new(Relabel(|inputs: &[Value], t: &Tensor| {
         let axis = scalar_int(&*tensor_input(inputs, 1)?, "dim")?;
         let rank = t.rank() as i64;
         if axis < -rank - 1 || axis > rank {
@@ -167,17 +156,55 @@ fn expand_dims(_: &NodeSpec) -> Made {
         let at = if axis < 0 { axis + rank + 1 } else { axis } as usize;
         let mut dims = t.shape().to_vec();
         dims.insert(at, 1);
-        one(reshape_copy(&t, dims)?)
-    }))
+        Ok(dims)
+    })))
 }
 
 fn squeeze(node: &NodeSpec) -> Made {
     let axes = node.attrs.ints_or("squeeze_dims", &[])?;
-    Ok(boxed(move |_, inputs| {
+    Ok(Box::new(Relabel(move |_: &[Value], t: &Tensor| {
+        squeezed(t.shape(), &axes)
+    })))
+}
+
+/// A kernel whose output is its first input's elements under the shape its closure computes from the
+/// inputs: the input itself when the shape is unchanged, the input relabelled in place when
+/// the plan hands over the only reference to it, else a relabelled copy.
+struct Relabel<F>(F);
+
+impl<F> Relabel<F>
+where
+    F: Fn(&[Value], &Tensor) -> KResult<Vec<usize>>,
+{
+    fn dims(&self, inputs: &[Value]) -> KResult<Vec<usize>> {
+        (self.0)(inputs, &*tensor_input(inputs, 0)?)
+    }
+}
+
+impl<F> Kernel for Relabel<F>
+where
+    F: Fn(&[Value], &Tensor) -> KResult<Vec<usize>> + Send + Sync,
+{
+    fn run(&self, _: &RunContext, inputs: &[Value]) -> KResult {
+        let dims = self.dims(inputs)?;
         let t = tensor_input(inputs, 0)?;
-        let dims = squeezed(t.shape(), &axes)?;
-        same_or_copy(inputs, &t, dims)
-    }))
+        if dims == t.shape() {
+            return Ok(vec![inputs[0].clone()]);
+        }
+        one(reshape_copy(&t, dims)?)
+    }
+
+    fn run_owned(&self, ctx: &RunContext, inputs: &mut [Value]) -> KResult {
+        let dims = self.dims(inputs)?;
+        if let Some(Value::Tensor(first)) = inputs.first_mut() {
+            if let Some(only) = Arc::get_mut(first) {
+                if only.set_shape(dims.clone()) {
+                    return Ok(vec![Value::Tensor(first.clone())]);
+                }
+            }
+        }
+        self.run(ctx, inputs)
+    }
 }
 
 fn squeezed(shape: &[usize], axes: &[i64]) -> KResult<Vec<usize>> {
@@ -210,6 +237,58 @@ fn squeezed(shape: &[usize], axes: &[i64]) -> KResult<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::context::FileAccess;
+    use crate::engine::library::Library;
+
+    fn float_data(v: &Value) -> *const f32 {
+        match v {
+            Value::Tensor(t) => t.values::<f32>().unwrap().as_ptr(),
+            other => panic!("not a tensor: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn relabels_in_place_only_what_nothing_else_holds() {
+        let registry = crate::kernels::registry();
+        let library = Library::new(None, &[], registry, FileAccess::default());
+        let ctx = library.context();
+        let kernel = reshape(&NodeSpec {
+            name: "r",
+            op: "Reshape",
+            attrs: crate::engine::attrs::Attrs::new(&Default::default()),
+            num_inputs: 2,
+        })
+        .unwrap();
+        let x = Tensor::from_vec(vec![2, 3], (0..6).map(|i| i as f32).collect());
+        let to = |dims: Vec<i32>| Value::tensor(Tensor::from_vec(vec![dims.len()], dims));
+        // The only reference: the output is the input's buffer under the new shape.
+        let mut inputs = vec![Value::tensor(x.clone()), to(vec![3, -1])];
+        let before = float_data(&inputs[0]);
+        let out = kernel.run_owned(&ctx, &mut inputs).unwrap();
+        assert_eq!(float_data(&out[0]), before);
+        let Value::Tensor(t) = &out[0] else {
+            unreachable!()
+        };
+        assert_eq!(t.shape(), [3, 2]);
+        assert_eq!(t.values::<f32>().unwrap(), x.values::<f32>().unwrap());
+        // Held elsewhere too (a feed, a constant): a copy, the held tensor unchanged.
+        let held = Value::tensor(x.clone());
+        let mut inputs = vec![held.clone(), to(vec![6])];
+        let out = kernel.run_owned(&ctx, &mut inputs).unwrap();
+        assert_ne!(float_data(&out[0]), float_data(&held));
+        let (Value::Tensor(kept), Value::Tensor(copy)) = (&held, &out[0]) else {
+            unreachable!()
+        };
+        assert_eq!(kept.shape(), [2, 3]);
+        assert_eq!(copy.shape(), [6]);
+        // A shape that does not fit is an error either way, and leaves the input as it was.
+        let mut inputs = vec![Value::tensor(x), to(vec![4])];
+        assert!(kernel.run_owned(&ctx, &mut inputs).is_err());
+        let Value::Tensor(t) = &inputs[0] else {
+            unreachable!()
+        };
+        assert_eq!(t.shape(), [2, 3]);
+    }
 
     #[test]
     fn reshape_infers_one_dimension() {
