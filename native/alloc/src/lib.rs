@@ -1,6 +1,6 @@
 //! The global allocator of every artifact that runs the engine (the Python module,
-//! `savedmodel-run`, the C library), and the two calls that tune it; the crate's only
-//! `unsafe` is those two calls.
+//! `savedmodel-run`, the C library), and the two calls that tune it; those calls (and the
+//! test's read of the option) are the crate's only `unsafe`.
 //!
 //! mimalloc keeps freed pages for the next call's tensors instead of returning them to the
 //! system (glibc maps and unmaps every large block), which saves the page faults of
@@ -18,9 +18,9 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// How long freed memory stays committed before mimalloc returns it to the system (arenas
 /// wait ten times longer). mimalloc's default (10 ms) is shorter than a large call: the
 /// first layers' big activations of a batch-32 ResNet50 were returned while later layers ran
-/// and faulted back in, zero page by zero page, on the next call (11% of the call's time;
-/// MobileNetV2 at batch 32 went from 211 to 182 ms with this delay). A server that goes
-/// idle still gives the memory back, ten seconds later.
+/// and faulted back in, zero page by zero page, on the next call (11% of the call's time in
+/// the kernel's page clearing; from Python 1.64 s per call before, 1.33 s with this delay).
+/// A server that goes idle still gives the memory back, 10 s later (arena blocks 100 s).
 const PURGE_DELAY_MS: c_long = 10_000;
 
 /// Keeps freed memory for the next call's tensors for [`PURGE_DELAY_MS`]. Call it once,

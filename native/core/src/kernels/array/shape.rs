@@ -167,15 +167,16 @@ fn squeeze(node: &NodeSpec) -> Made {
     })))
 }
 
-/// A kernel whose output is its first input's elements under the shape its closure computes from the
-/// inputs: the input itself when the shape is unchanged, the input relabelled in place when
-/// the plan hands over the only reference to it, else a relabelled copy.
+/// A kernel whose output is its first input's elements under the shape its closure computes
+/// from the inputs: the input itself when the shape is unchanged, the input relabelled in place
+/// when the plan hands over the only reference to it, else a relabelled copy.
 struct Relabel<F>(F);
 
 impl<F> Relabel<F>
 where
     F: Fn(&[Value], &Tensor) -> KResult<Vec<usize>>,
 {
+    /// The output's shape; holds no reference to the input once it returns.
     fn dims(&self, inputs: &[Value]) -> KResult<Vec<usize>> {
         (self.0)(inputs, &*tensor_input(inputs, 0)?)
     }
@@ -186,8 +187,8 @@ where
     F: Fn(&[Value], &Tensor) -> KResult<Vec<usize>> + Send + Sync,
 {
     fn run(&self, _: &RunContext, inputs: &[Value]) -> KResult {
-        let dims = self.dims(inputs)?;
         let t = tensor_input(inputs, 0)?;
+        let dims = (self.0)(inputs, &t)?;
         if dims == t.shape() {
             return Ok(vec![inputs[0].clone()]);
         }
