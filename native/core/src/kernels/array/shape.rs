@@ -189,23 +189,31 @@ where
     fn run(&self, _: &RunContext, inputs: &[Value]) -> KResult {
         let t = tensor_input(inputs, 0)?;
         let dims = (self.0)(inputs, &t)?;
-        if dims == t.shape() {
-            return Ok(vec![inputs[0].clone()]);
-        }
-        one(reshape_copy(&t, dims)?)
+        same_or_copy(inputs, &t, dims)
     }
 
-    fn run_owned(&self, ctx: &RunContext, inputs: &mut [Value]) -> KResult {
+    fn run_owned(&self, _: &RunContext, inputs: &mut [Value]) -> KResult {
         let dims = self.dims(inputs)?;
         if let Some(Value::Tensor(first)) = inputs.first_mut() {
             if let Some(only) = Arc::get_mut(first) {
-                if only.set_shape(dims.clone()) {
-                    return Ok(vec![Value::Tensor(first.clone())]);
+                if !only.set_shape(dims) {
+                    return Err(fail(
+                        "internal: a relabelled shape changed the element count",
+                    ));
                 }
+                return Ok(vec![Value::Tensor(first.clone())]);
             }
         }
-        self.run(ctx, inputs)
+        same_or_copy(inputs, &*tensor_input(inputs, 0)?, dims)
     }
+}
+
+/// The first input itself when `dims` is its shape, else a relabelled copy of `t`, its tensor.
+fn same_or_copy(inputs: &[Value], t: &Tensor, dims: Vec<usize>) -> KResult {
+    if dims == t.shape() {
+        return Ok(vec![inputs[0].clone()]);
+    }
+    one(reshape_copy(t, dims)?)
 }
 
 fn squeezed(shape: &[usize], axes: &[i64]) -> KResult<Vec<usize>> {
