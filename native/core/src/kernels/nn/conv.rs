@@ -6,13 +6,12 @@
 //! one input channel per group is the depthwise kernel's work, and a float32 layer with few
 //! input and output channels the direct kernel's (narrow.rs). NCHW is transposed in and out.
 
-use rayon::prelude::*;
-
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
-use crate::kernels::nn::num::{f32_values, run_num, zeros, Num, NumOp};
+use crate::kernels::nn::num::{f32_values, run_num, Num, NumOp};
+use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
 use crate::kernels::nn::{depthwise, narrow};
 use crate::kernels::util::make;
@@ -196,20 +195,19 @@ pub fn convolve<T: Num>(
     filter: &[T],
     epilogue: Epilogue<T>,
 ) -> KResult<Vec<T>> {
-    let count = g.pixels() * g.o;
-    let mut out = zeros(count)?;
-    if count == 0 {
-        return Ok(out);
+    if g.pixels() * g.o == 0 {
+        return Ok(Vec::new());
     }
     if g.gi == 1 && g.groups > 1 {
         let multiplier = g.o / g.groups;
-        depthwise::direct(g, multiplier, x, filter, &mut out, epilogue);
-    } else if narrow::applies(g) && narrow::convolve(g, x, filter, &mut out, epilogue) {
-        return Ok(out);
-    } else {
-        tiled_product(g, x, filter, &mut out, epilogue)?;
+        return depthwise::direct(g, multiplier, x, filter, epilogue);
     }
-    Ok(out)
+    if narrow::applies(g) {
+        if let Some(out) = narrow::convolve(g, x, filter, epilogue) {
+            return out;
+        }
+    }
+    tiled_product(g, x, filter, epilogue)
 }
 
 /// A 1x1 window at stride 1 with no padding: each output pixel is its input pixel's channels
@@ -248,31 +246,27 @@ fn tiled_product<T: Num>(
     g: &Geometry,
     x: &[T],
     filter: &[T],
-    out: &mut [T],
     epilogue: Epilogue<T>,
-) -> KResult<()> {
+) -> KResult<Vec<T>> {
     let (tile, parallel) = tiling(g);
+    let count = g.pixels() * g.o;
     let tile_len = tile * g.o;
-    let tiles = |first_tile: usize, share: &mut [T]| {
-        let mut buffer = Vec::new();
-        share
-            .chunks_mut(tile_len)
-            .enumerate()
-            .try_for_each(|(t, chunk)| {
-                let first = (first_tile + t) * tile;
-                tile_product(g, x, filter, first, chunk, &mut buffer, !parallel)?;
-                epilogue(first * g.o, chunk);
-                Ok(())
-            })
+    let threads = if parallel {
+        rayon::current_num_threads().max(1)
+    } else {
+        1
     };
-    if !parallel {
-        return tiles(0, out);
-    }
-    let threads = rayon::current_num_threads().max(1);
-    let per_thread = out.len().div_ceil(tile_len).div_ceil(threads);
-    out.par_chunks_mut(per_thread * tile_len)
-        .enumerate()
-        .try_for_each(|(i, share)| tiles(i * per_thread, share))
+    let split = Split {
+        count,
+        chunk: tile_len,
+        share: count.div_ceil(tile_len).div_ceil(threads) * tile_len,
+        parallel,
+    };
+    zeroed_chunks(split, Vec::new, |buffer, first, chunk| {
+        tile_product(g, x, filter, first / g.o, chunk, buffer, !parallel)?;
+        epilogue(first, chunk);
+        Ok(())
+    })
 }
 
 /// The output rows of pixels `first..` (as many as `out` holds), group by group.

@@ -188,10 +188,13 @@ impl NumOp for Forward {
 /// taking one contiguous share of the tiles and one patch buffer when the work is large.
 fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
     let positions = g.positions();
-    let mut out = zeros(positions * g.o)?;
-    if out.is_empty() || direct(g, x, filter, &mut out) {
-        return Ok(out);
+    if positions * g.o == 0 {
+        return Ok(Vec::new());
     }
+    if let Some(out) = direct(g, x, filter) {
+        return out;
+    }
+    let mut out = zeros(positions * g.o)?;
     let depth = g.depth().max(1);
     let tile = (TILE_ELEMENTS / depth).max(MIN_TILE_ROWS).min(positions);
     let tiles = positions.div_ceil(tile);
@@ -222,14 +225,14 @@ fn convolve<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> KResult<Vec<T>> {
 
 /// The convolution by the direct kernel (narrow.rs) when it serves `g`: each output row (along
 /// the width) sums the input lines of its depth and row taps, each by its block of the filter.
-/// False, with nothing written, when it does not.
-fn direct<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> bool {
+/// None, with nothing done, when it does not.
+fn direct<T: Num>(g: &Geometry, x: &[T], filter: &[T]) -> Option<KResult<Vec<T>>> {
     let [d, h, w] = g.size;
     let [ad, ah, aw] = g.axes;
     let [od, oh, _] = g.outs().map(|o| o.max(1));
     let [kd, kh, _] = g.window;
     if !narrow::serves(g.c, g.o) || x.len() < g.n * d * h * w * g.c {
-        return false;
+        return None;
     }
     let lines = |r: usize, lines: &mut Vec<(usize, usize)>| {
         let (rest, oy) = (r / oh, r % oh);
@@ -251,7 +254,7 @@ fn direct<T: Num>(g: &Geometry, x: &[T], filter: &[T], out: &mut [T]) -> bool {
         blocks: kd * kh,
         lines: &lines,
     };
-    narrow::run(&rows, x, filter, out, &|_, _| {})
+    narrow::run(&rows, x, filter, &|_, _| {})
 }
 
 /// The output rows of positions `first..` (as many as `out` holds).

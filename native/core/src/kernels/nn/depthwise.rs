@@ -1,16 +1,16 @@
 //! DepthwiseConv2dNative (and Conv2D with one input channel per group): a direct kernel over
 //! NHWC. float32 with channel multiplier 1 (the hot case) goes through a register-blocked
-//! kernel (blocks of channels summed over all taps in registers, stored once; AVX-512 or
-//! AVX2+FMA chosen at run time); other types and multipliers accumulate tap by tap over a
-//! whole row of channels. Output rows are spread over rayon's threads when the work is large.
-
-use rayon::prelude::*;
+//! kernel (sums over all taps kept in registers and stored once: strips of output pixels
+//! sharing their input loads for 3- and 5-wide kernels, blocks of channels otherwise;
+//! AVX-512 or AVX2+FMA chosen at run time); other types and multipliers accumulate tap by
+//! tap over a whole row of channels. Output rows are spread over rayon's threads when the work is large.
 
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::conv::{Epilogue, Geometry};
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{f32_values, run_num, zeros, Num, NumOp, FLOATS};
+use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Spec};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
@@ -92,15 +92,13 @@ pub fn depthwise_fused(
         return Err(fail("a fused DepthwiseConv2dNative must be NHWC"));
     }
     let (g, multiplier) = geometry(spec, x, filter)?;
-    let mut out = zeros(g.out_shape().iter().product())?;
-    direct(
+    let out = direct(
         &g,
         multiplier,
         f32_values(x, "input")?,
         f32_values(filter, "filter")?,
-        &mut out,
         epilogue,
-    );
+    )?;
     Ok(Tensor::from_vec(g.out_shape().to_vec(), out))
 }
 
@@ -116,45 +114,50 @@ impl NumOp for Call {
         let [x, filter] = inputs else {
             return Err(fail("DepthwiseConv2dNative takes 2 inputs"));
         };
-        let mut out = zeros(self.g.out_shape().iter().product())?;
         if !self.channels_first {
-            direct(&self.g, self.multiplier, x, filter, &mut out, &|_, _| {});
-            return Ok(out);
+            return direct(&self.g, self.multiplier, x, filter, &|_, _| {});
         }
         let x = to_nhwc(x, self.input_shape);
-        direct(&self.g, self.multiplier, &x, filter, &mut out, &|_, _| {});
+        let out = direct(&self.g, self.multiplier, &x, filter, &|_, _| {})?;
         Ok(to_nchw(&out, self.g.out_shape()))
     }
 }
 
-/// The depthwise convolution of NHWC `x` into `out` (zeroed, NHWC), `epilogue` applied to
-/// each finished output row; `filter` is (kh, kw, c · multiplier) in memory.
+/// The depthwise convolution of NHWC `x` (NHWC out), `epilogue` applied to each finished
+/// output row; `filter` is (kh, kw, c · multiplier) in memory.
 pub fn direct<T: Num>(
     g: &Geometry,
     multiplier: usize,
     x: &[T],
     filter: &[T],
-    out: &mut [T],
     epilogue: Epilogue<T>,
-) {
+) -> KResult<Vec<T>> {
+    let count = g.out_shape().iter().product();
     let row_len = g.cols.out * g.o;
     if row_len == 0 || filter.len() < g.kh * g.kw * g.o || x.len() < g.n * g.h * g.w * g.c {
-        return;
+        return zeros(count);
     }
     let oh = g.rows.out.max(1);
-    let body = |(r, row): (usize, &mut [T])| {
-        let (image, oy) = (r / oh, r % oh);
-        if !fast_row(g, multiplier, x, filter, image, oy, row) {
-            output_row(g, multiplier, x, filter, image, oy, row);
-        }
-        epilogue(r * row_len, row);
+    let work = count * g.kh * g.kw;
+    let split = Split {
+        count,
+        chunk: row_len,
+        share: row_len,
+        parallel: work >= PARALLEL_WORK && count > row_len,
     };
-    let work = out.len().saturating_mul(g.kh * g.kw);
-    if work >= PARALLEL_WORK && out.len() > row_len {
-        out.par_chunks_mut(row_len).enumerate().for_each(body);
-    } else {
-        out.chunks_mut(row_len).enumerate().for_each(body);
-    }
+    zeroed_chunks(
+        split,
+        || (),
+        |_, first, row| {
+            let r = first / row_len;
+            let (image, oy) = (r / oh, r % oh);
+            if !fast_row(g, multiplier, x, filter, image, oy, row) {
+                output_row(g, multiplier, x, filter, image, oy, row);
+            }
+            epilogue(first, row);
+            Ok(())
+        },
+    )
 }
 
 /// One output row through the register-blocked f32 kernel when it applies (float32, channel
@@ -255,19 +258,23 @@ mod blocked {
         row: &mut [f32],
     ) {
         const FUSED: bool = multiversion::target::selected_target!().supports_feature_str("fma");
-        row_body::<FUSED>(g, x, filter, image, oy, row);
+        const WIDE: bool = multiversion::target::selected_target!().supports_feature_str("avx512f");
+        row_body::<FUSED, WIDE>(g, x, filter, image, oy, row);
     }
 
     /// The signature of [`row`] and its variants.
     #[cfg(test)]
     pub(super) type RowKernel = fn(&Geometry, &[f32], &[f32], usize, usize, &mut [f32]);
 
-    /// [`row`] with multiply-adds fused or not. The channels are viewed as chunks of `L`
-    /// lanes (the widest of 16, 8 and 1 that divides the depth), so that one bounds check
-    /// covers a whole block of channels, and taken `G` chunks (64 channels) at a time: 4
-    /// AVX-512 or 8 AVX2 registers of independent sums in the main loop.
+    /// [`row`] with multiply-adds fused or not, for a target with 32 vector registers of 16
+    /// lanes (`WIDE`) or fewer and narrower. The channels are viewed as chunks of `L` lanes
+    /// (the widest of 16, 8 and 1 that divides the depth), so that one bounds check covers a
+    /// whole block of channels. Kernels 3 or 5 columns wide with stride 1 or 2 (every
+    /// depthwise layer of the target models) go a chunk at a time through [`strips`];
+    /// the others take `G` chunks (64 channels) at a time: 4 AVX-512 or 8 AVX2 registers of
+    /// independent sums in the main loop.
     #[inline(always)]
-    pub(super) fn row_body<const FUSED: bool>(
+    pub(super) fn row_body<const FUSED: bool, const WIDE: bool>(
         g: &Geometry,
         x: &[f32],
         filter: &[f32],
@@ -276,28 +283,108 @@ mod blocked {
         row: &mut [f32],
     ) {
         if g.c.is_multiple_of(16) {
-            chunked_row::<16, 4, FUSED>(g, x, filter, image, oy, row);
+            if !strip_row::<16, FUSED, WIDE>(g, x, filter, image, oy, row) {
+                chunked_row::<16, 4, FUSED>(g, x, filter, image, oy, row);
+            }
         } else if g.c.is_multiple_of(8) {
-            chunked_row::<8, 8, FUSED>(g, x, filter, image, oy, row);
+            if !strip_row::<8, FUSED, true>(g, x, filter, image, oy, row) {
+                chunked_row::<8, 8, FUSED>(g, x, filter, image, oy, row);
+            }
         } else {
             chunked_row::<1, 64, FUSED>(g, x, filter, image, oy, row);
         }
     }
 
-    /// Where one output pixel's window lies in the input, in chunks of `L` channels.
-    struct Window<'a, const L: usize> {
+    /// The row through [`strips`] when the kernel's columns are 3 or 5, undilated, with
+    /// stride 1 or 2; false (nothing written) otherwise. `ROOMY`: the target has registers
+    /// for 8 pixels' sums of a chunk.
+    #[inline(always)]
+    fn strip_row<const L: usize, const FUSED: bool, const ROOMY: bool>(
+        g: &Geometry,
+        x: &[f32],
+        filter: &[f32],
+        image: usize,
+        oy: usize,
+        row: &mut [f32],
+    ) -> bool {
+        // Called in each arm, not through a function pointer, so that they are inlined
+        // into (and compiled for) the target `row` was chosen for.
+        match (g.cols.dilation, g.kw, g.cols.stride) {
+            (1, 3, 1) => strip_chunks::<L, 3, 1, FUSED, ROOMY>(g, x, filter, image, oy, row),
+            (1, 3, 2) => strip_chunks::<L, 3, 2, FUSED, ROOMY>(g, x, filter, image, oy, row),
+            (1, 5, 1) => strip_chunks::<L, 5, 1, FUSED, ROOMY>(g, x, filter, image, oy, row),
+            (1, 5, 2) => strip_chunks::<L, 5, 2, FUSED, ROOMY>(g, x, filter, image, oy, row),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Where one output pixel's window lies in the input.
+    struct Window<'v, 'a, const L: usize> {
+        view: &'v RowView<'a, L>,
+        /// The kernel columns whose taps read the image (not padding).
+        cols: Range<usize>,
+        /// Where kernel column 0 would read, padding not yet subtracted.
+        left: usize,
+    }
+
+    /// One output row's view of its image and the filter in chunks of `L` lanes.
+    struct RowView<'a, const L: usize> {
         /// The image's (h, w, c / L) chunks.
         plane: &'a [[f32; L]],
         /// The filter's (kh, kw, c / L) chunks.
         filter: &'a [[f32; L]],
         /// Chunks per pixel.
         depth: usize,
-        /// The kernel rows and columns whose taps read the image (not padding).
+        /// The kernel rows whose taps read the image (not padding).
         rows: Range<usize>,
-        cols: Range<usize>,
-        /// Where kernel row 0 and column 0 would read, padding not yet subtracted.
+        /// The output columns whose whole window lies inside the image (none when the
+        /// window is wider than the image): kernel column 0's valid outputs start last, the
+        /// last column's end first.
+        inner: Range<usize>,
         top: usize,
-        left: usize,
+    }
+
+    impl<'a, const L: usize> RowView<'a, L> {
+        /// None when the channels fill no chunk.
+        #[inline(always)]
+        fn new(
+            g: &Geometry,
+            x: &'a [f32],
+            filter: &'a [f32],
+            image: usize,
+            oy: usize,
+        ) -> Option<Self> {
+            let depth = g.c / L;
+            if depth == 0 {
+                return None;
+            }
+            let plane_len = g.h * g.w * depth;
+            let start = g.cols.valid(0, g.w).start.min(g.cols.out);
+            let end = g.cols.valid(g.kw.saturating_sub(1), g.w).end.max(start);
+            Some(Self {
+                plane: &x.as_chunks::<L>().0[image * plane_len..][..plane_len],
+                filter: &filter.as_chunks::<L>().0[..g.kh * g.kw * depth],
+                depth,
+                rows: g.rows.taps(oy, g.h),
+                inner: start..end,
+                top: oy * g.rows.stride,
+            })
+        }
+
+        /// Output pixel `ox`'s window.
+        #[inline(always)]
+        fn window(&self, g: &Geometry, ox: usize) -> Window<'_, 'a, L> {
+            Window {
+                view: self,
+                cols: if self.inner.contains(&ox) {
+                    0..g.kw
+                } else {
+                    taps(&g.cols, ox, g.w)
+                },
+                left: ox * g.cols.stride,
+            }
+        }
     }
 
     /// Channel groups outermost, so that a group's filter taps (kh·kw·G·L values) stay in
@@ -312,30 +399,10 @@ mod blocked {
         oy: usize,
         row: &mut [f32],
     ) {
-        let depth = g.c / L;
-        if depth == 0 {
+        let Some(view) = RowView::<L>::new(g, x, filter, image, oy) else {
             return;
-        }
-        let plane_len = g.h * g.w * depth;
-        let plane = &x.as_chunks::<L>().0[image * plane_len..][..plane_len];
-        let filter = &filter.as_chunks::<L>().0[..g.kh * g.kw * depth];
-        let rows = g.rows.taps(oy, g.h);
-        // Output columns whose whole window lies inside the image: kernel column 0's valid
-        // outputs start last, the last column's end first.
-        let inner = g.cols.valid(0, g.w).start..g.cols.valid(g.kw.saturating_sub(1), g.w).end;
-        let window = |ox: usize| Window {
-            plane,
-            filter,
-            depth,
-            rows: rows.clone(),
-            cols: if inner.contains(&ox) {
-                0..g.kw
-            } else {
-                taps(&g.cols, ox, g.w)
-            },
-            top: oy * g.rows.stride,
-            left: ox * g.cols.stride,
         };
+        let (depth, window) = (view.depth, |ox: usize| view.window(g, ox));
         let pixels = row.as_chunks_mut::<L>().0;
         let full = depth - depth % G;
         for k in (0..full).step_by(G) {
@@ -348,6 +415,94 @@ mod blocked {
                 rest_sums::<L, G, FUSED>(g, &window(ox), full, &mut out[full..]);
             }
         }
+    }
+
+    /// A row a chunk at a time: the output pixels whose window lies inside the image in
+    /// strips of 8 (or 4), 4, 2 and 1 through [`strips`], the border pixels through [`sums`].
+    /// A chunk is one cache line of each pixel, so the chunks' passes over the row's input
+    /// lines read each line once.
+    #[inline(always)]
+    fn strip_chunks<
+        const L: usize,
+        const KW: usize,
+        const S: usize,
+        const FUSED: bool,
+        const ROOMY: bool,
+    >(
+        g: &Geometry,
+        x: &[f32],
+        filter: &[f32],
+        image: usize,
+        oy: usize,
+        row: &mut [f32],
+    ) {
+        let Some(view) = RowView::<L>::new(g, x, filter, image, oy) else {
+            return;
+        };
+        let (depth, inner, window) = (view.depth, view.inner.clone(), |ox| view.window(g, ox));
+        let pixels = row.as_chunks_mut::<L>().0;
+        let borders = (0..inner.start).chain(inner.end..g.cols.out);
+        for k in 0..depth {
+            for ox in borders.clone() {
+                sums::<L, 1, FUSED>(g, &window(ox), k, &mut pixels[ox * depth + k..][..1]);
+            }
+            let mut ox = inner.start;
+            if ROOMY {
+                ox = strips::<L, KW, S, 8, FUSED>(g, &view, k, ox..inner.end, pixels);
+            }
+            ox = strips::<L, KW, S, 4, FUSED>(g, &view, k, ox..inner.end, pixels);
+            ox = strips::<L, KW, S, 2, FUSED>(g, &view, k, ox..inner.end, pixels);
+            strips::<L, KW, S, 1, FUSED>(g, &view, k, ox..inner.end, pixels);
+        }
+    }
+
+    /// Chunk `k` of the output pixels `cols` (all with whole windows), `P` side by side,
+    /// for a kernel `KW` columns wide and stride `S`; returns where the pixels that do not
+    /// fill a strip start. Input columns are loaded once per strip and kernel row and feed
+    /// every pixel whose window covers them, so a strip costs `(P - 1)·S + KW` loads for
+    /// `P·KW` multiply-adds, and its `P` sums are independent chains. Each pixel still
+    /// adds its taps in the general path's order (kernel rows, then columns).
+    #[inline(always)]
+    fn strips<
+        const L: usize,
+        const KW: usize,
+        const S: usize,
+        const P: usize,
+        const FUSED: bool,
+    >(
+        g: &Geometry,
+        view: &RowView<L>,
+        k: usize,
+        cols: Range<usize>,
+        pixels: &mut [[f32; L]],
+    ) -> usize {
+        let depth = view.depth;
+        let span = (P - 1) * S + KW;
+        let mut ox = cols.start;
+        while ox + P <= cols.end {
+            let mut acc = [[0f32; L]; P];
+            for i in view.rows.clone() {
+                // Whole windows: these neither underflow nor pass the image's edge.
+                let ih = view.top + i * g.rows.dilation - g.rows.before;
+                let iw = ox * S - g.cols.before;
+                let line = &view.plane[(ih * g.w + iw) * depth + k..][..(span - 1) * depth + 1];
+                let taps = &view.filter[i * KW * depth + k..][..(KW - 1) * depth + 1];
+                for j in 0..KW {
+                    let t = &taps[j * depth];
+                    for (p, a) in acc.iter_mut().enumerate() {
+                        let v = &line[(p * S + j) * depth];
+                        for ((a, &v), &t) in a.iter_mut().zip(v).zip(t) {
+                            *a = multiply_add::<FUSED>(*a, v, t);
+                        }
+                    }
+                }
+            }
+            for (p, a) in acc.iter().enumerate() {
+                pixels[(ox + p) * depth + k] = *a;
+            }
+            ox += P;
+        }
+        ox
     }
 
     /// [`Axis::taps`], without its divisions when the axis is not dilated (the common case,
@@ -409,18 +564,19 @@ mod blocked {
         out: &mut [[f32; L]],
     ) {
         let mut acc = [[0f32; L]; N];
-        let depth = window.depth;
+        let view = window.view;
+        let depth = view.depth;
         let step = g.cols.dilation * depth;
-        for i in window.rows.clone() {
+        for i in view.rows.clone() {
             // `rows` and `cols` hold only taps inside the image, so these neither
             // underflow nor pass the image's edge.
-            let ih = window.top + i * g.rows.dilation - g.rows.before;
+            let ih = view.top + i * g.rows.dilation - g.rows.before;
             let iw = window.left + window.cols.start * g.cols.dilation - g.cols.before;
             let mut at = (ih * g.w + iw) * depth + k;
             let mut tap = (i * g.kw + window.cols.start) * depth + k;
             for _ in window.cols.clone() {
-                let pixel = &window.plane[at..][..N];
-                let taps = &window.filter[tap..][..N];
+                let pixel = &view.plane[at..][..N];
+                let taps = &view.filter[tap..][..N];
                 for ((a, p), t) in acc.iter_mut().zip(pixel).zip(taps) {
                     for ((a, &v), &t) in a.iter_mut().zip(p).zip(t) {
                         *a = multiply_add::<FUSED>(*a, v, t);
@@ -446,6 +602,8 @@ mod blocked {
 
 #[cfg(test)]
 mod tests {
+    use rayon::prelude::*;
+
     use super::*;
     use crate::kernels::nn::window::Padding;
 
@@ -532,6 +690,18 @@ mod tests {
                 }
             }
         }
+        // Rows wide enough for strips of 8, 4, 2 and 1 pixels between the borders, with
+        // kernels 3 and 5 columns wide.
+        for (padding, explicit) in paddings {
+            for stride in [1, 2] {
+                for c in [16, 24, 48] {
+                    for k in [[3, 3], [2, 5]] {
+                        let s = spec(padding, stride, 1, explicit);
+                        cases.push((s, [1, 4, 37, c], [k[0], k[1], c, 1]));
+                    }
+                }
+            }
+        }
         // A window larger than the image: no output column has its whole window inside.
         cases.push((
             spec(Padding::Same, 1, 1, [[0, 0]; 2]),
@@ -588,10 +758,11 @@ mod tests {
                 output_row(&g, 1, &xv, &fv, image, oy, &mut general);
                 // The version chosen for this CPU, and both sums (fused or not) as compiled
                 // for the baseline, which other CPUs run.
-                let kernels: [blocked::RowKernel; 3] = [
+                let kernels: [blocked::RowKernel; 4] = [
                     blocked::row,
-                    blocked::row_body::<true>,
-                    blocked::row_body::<false>,
+                    blocked::row_body::<true, true>,
+                    blocked::row_body::<true, false>,
+                    blocked::row_body::<false, false>,
                 ];
                 for kernel in kernels {
                     let mut fast = vec![0f32; row_len];
@@ -700,7 +871,7 @@ mod tests {
                 general_direct(&g, xv, fv, &mut out);
                 old.push(start.elapsed().as_secs_f64() * 1e3);
                 let start = std::time::Instant::now();
-                direct(&g, 1, xv, fv, &mut out, &|_, _| {});
+                out = direct(&g, 1, xv, fv, &|_, _| {}).unwrap();
                 new.push(start.elapsed().as_secs_f64() * 1e3);
             }
             let stats = |v: &mut Vec<f64>| {

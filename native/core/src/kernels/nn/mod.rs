@@ -27,6 +27,7 @@ mod layout;
 mod matmul;
 mod narrow;
 mod num;
+mod output;
 mod pool;
 mod pool3d;
 mod volume;

@@ -16,11 +16,11 @@
 
 use std::borrow::Cow;
 
-use rayon::prelude::*;
-
+use crate::engine::kernel::KResult;
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::num::Num;
+use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
 
@@ -72,11 +72,10 @@ pub fn convolve<T: Num>(
     g: &Geometry,
     x: &[T],
     filter: &[T],
-    out: &mut [T],
     epilogue: Epilogue<T>,
-) -> bool {
+) -> Option<KResult<Vec<T>>> {
     if x.len() < g.n * g.h * g.w * g.c {
-        return false;
+        return None;
     }
     let oh = g.rows.out.max(1);
     let lines = |r: usize, lines: &mut Vec<(usize, usize)>| {
@@ -95,60 +94,58 @@ pub fn convolve<T: Num>(
         blocks: g.kh,
         lines: &lines,
     };
-    run(&rows, x, filter, out, epilogue)
+    run(&rows, x, filter, epilogue)
 }
 
 /// The convolution `rows` describes, of `x` by `filter` (outer taps, width taps, input
-/// channels, output channels) into `out`; over rayon's threads, a share of the rows each, when
-/// the work is large. False, with nothing written, when the values are not float32 or the
-/// buffers are shorter than `rows` says.
+/// channels, output channels): its output, `rows.count` rows; over rayon's threads, a share of
+/// the rows each, when the work is large. None, with nothing done, when the values are not
+/// float32 or the filter is shorter than `rows` says.
 pub fn run<T: Num>(
     rows: &Rows,
     x: &[T],
     filter: &[T],
-    out: &mut [T],
     epilogue: Epilogue<T>,
-) -> bool {
+) -> Option<KResult<Vec<T>>> {
     let (Some(x), Some(filter)) = (T::as_f32(x), T::as_f32(filter)) else {
-        return false;
+        return None;
     };
     let row_len = rows.cols.out * rows.o;
     let block = rows.cols.window * rows.c;
-    if row_len == 0
-        || !serves(rows.c, rows.o)
-        || filter.len() < rows.blocks * block * rows.o
-        || out.len() < rows.count * row_len
-    {
-        return false;
+    if row_len == 0 || !serves(rows.c, rows.o) || filter.len() < rows.blocks * block * rows.o {
+        return None;
     }
     let filter = padded(&filter[..rows.blocks * block * rows.o], rows.o);
-    let out = &mut out[..rows.count * row_len];
-    let body =
-        |(lines, scratch): &mut (Vec<(usize, usize)>, Vec<f32>), first: usize, share: &mut [T]| {
-            for (k, row) in share.chunks_mut(row_len).enumerate() {
-                let r = first + k;
-                lines.clear();
-                (rows.lines)(r, lines);
-                if let Some(values) = T::as_f32_mut(row) {
-                    store_row(rows, lines, x, &filter, values, scratch);
-                }
-                epilogue(r * row_len, row);
-            }
-        };
-    let work = out.len().saturating_mul(block).saturating_mul(rows.blocks);
+    let count = rows.count * row_len;
+    let work = count.saturating_mul(block).saturating_mul(rows.blocks);
     let threads = rayon::current_num_threads().max(1);
-    if work < PARALLEL_WORK || rows.count < 2 || threads < 2 {
-        body(&mut Default::default(), 0, out);
-        return true;
-    }
+    let parallel = work >= PARALLEL_WORK && rows.count >= 2 && threads >= 2;
     // A few shares per thread, so that one slow thread does not hold up the rest.
-    let per_share = rows.count.div_ceil(4 * threads).max(1);
-    out.par_chunks_mut(per_share * row_len)
-        .enumerate()
-        .for_each_init(Default::default, |state, (i, share)| {
-            body(state, i * per_share, share)
-        });
-    true
+    let per_share = if parallel {
+        rows.count.div_ceil(4 * threads).max(1)
+    } else {
+        rows.count
+    };
+    let split = Split {
+        count,
+        chunk: row_len,
+        share: per_share * row_len,
+        parallel,
+    };
+    let init = <(Vec<(usize, usize)>, Vec<f32>)>::default;
+    Some(zeroed_chunks(
+        split,
+        init,
+        |(lines, scratch), first, row| {
+            lines.clear();
+            (rows.lines)(first / row_len, lines);
+            if let Some(values) = T::as_f32_mut(row) {
+                store_row(rows, lines, x, &filter, values, scratch);
+            }
+            epilogue(first, row);
+            Ok(())
+        },
+    ))
 }
 
 /// The filter with its output channels padded by zeros to whole chunks of lanes.

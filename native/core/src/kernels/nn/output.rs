@@ -1,0 +1,142 @@
+//! Kernel outputs zeroed a chunk at a time, just before the kernel writes the chunk.
+//!
+//! A convolution's output can be megabytes: zeroing it whole before the kernel runs is one
+//! more pass over memory (and over the caches) than the kernel's own writes, measured at 6%
+//! of MobileNetV2's time at batch 1. Zeroing each tile or row right before the kernel fills it
+//! touches lines the kernel is about to write anyway, while they are in cache. The one
+//! `unsafe` step (viewing freshly zeroed spare capacity as initialized, and the output's
+//! final length) is here, behind a safe function.
+
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
+
+use crate::engine::kernel::{fail, KResult};
+
+/// How an output of `count` elements is handed to a kernel: chunks of `chunk` elements (a
+/// tile of pixels, an output row), grouped in shares of `share` elements, in order on the
+/// calling thread or, when `parallel`, a share per task on rayon's threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Split {
+    pub count: usize,
+    pub chunk: usize,
+    pub share: usize,
+    pub parallel: bool,
+}
+
+/// A new output of `split.count` elements: `body(state, first, chunk)` runs on every chunk
+/// (`first` its offset in the output), each zeroed just before; `state` is made by `init`
+/// once per share (a scratch buffer the share's chunks reuse). The first error is returned
+/// and the output dropped.
+pub fn zeroed_chunks<T, S, I, B>(split: Split, init: I, body: B) -> KResult<Vec<T>>
+where
+    T: Copy + Default + Send + Sync,
+    I: Fn() -> S + Sync + Send,
+    B: Fn(&mut S, usize, &mut [T]) -> KResult<()> + Sync + Send,
+{
+    let count = split.count;
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(count)
+        .map_err(|_| fail(format!("cannot allocate an output of {count} elements")))?;
+    if count > 0 {
+        let chunk = split.chunk.max(1);
+        let share = split.share.max(chunk).div_ceil(chunk) * chunk;
+        let spare = &mut out.spare_capacity_mut()[..count];
+        let run = |state: &mut S, (i, elements): (usize, &mut [MaybeUninit<T>])| {
+            elements
+                .chunks_mut(chunk)
+                .enumerate()
+                .try_for_each(|(k, part)| body(state, i * share + k * chunk, zeroed(part)))
+        };
+        if split.parallel {
+            spare
+                .par_chunks_mut(share)
+                .enumerate()
+                .try_for_each_init(&init, run)?;
+        } else {
+            spare
+                .chunks_mut(share)
+                .enumerate()
+                .try_for_each(|item| run(&mut init(), item))?;
+        }
+    }
+    // SAFETY: the shares split `spare` (the first `count` elements of spare capacity) without
+    // gaps, and the chunks split each share; every chunk was written whole by `zeroed` before
+    // its body saw it, and this line runs only when every share ran to the end without error.
+    // So elements 0..count are initialized.
+    unsafe { out.set_len(count) };
+    Ok(out)
+}
+
+/// `part` filled with `T::default()`, as initialized elements.
+fn zeroed<T: Copy + Default>(part: &mut [MaybeUninit<T>]) -> &mut [T] {
+    part.fill(MaybeUninit::new(T::default()));
+    // SAFETY: every element of `part` was just written, and `MaybeUninit<T>` has the size,
+    // alignment and layout of `T`; the returned borrow is `part`'s, so nothing else sees it.
+    unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(part) as *mut [T]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(count: usize, chunk: usize, share: usize, parallel: bool) -> Split {
+        Split {
+            count,
+            chunk,
+            share,
+            parallel,
+        }
+    }
+
+    #[test]
+    fn every_chunk_is_zeroed_once_with_its_offset() {
+        for parallel in [false, true] {
+            for (count, chunk, share) in [(0, 4, 4), (10, 3, 6), (17, 4, 10), (5, 8, 8), (9, 1, 1)]
+            {
+                let out = zeroed_chunks::<f32, _, _, _>(
+                    split(count, chunk, share, parallel),
+                    || 0usize,
+                    |_, first, part| {
+                        assert!(part.iter().all(|&v| v == 0.0));
+                        assert!(part.len() <= chunk.max(1));
+                        for (k, v) in part.iter_mut().enumerate() {
+                            *v += (first + k) as f32;
+                        }
+                        Ok(())
+                    },
+                )
+                .unwrap();
+                let want: Vec<f32> = (0..count).map(|i| i as f32).collect();
+                assert_eq!(out, want, "{count} {chunk} {share} {parallel}");
+            }
+        }
+    }
+
+    #[test]
+    fn state_is_per_share_and_errors_stop_the_output() {
+        let out = zeroed_chunks::<f64, _, _, _>(
+            split(12, 2, 6, false),
+            Vec::new,
+            |seen: &mut Vec<usize>, first, part| {
+                seen.push(first);
+                part.fill(seen.len() as f64);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(out, [1., 1., 2., 2., 3., 3., 1., 1., 2., 2., 3., 3.]);
+        let failed = zeroed_chunks::<f32, _, _, _>(
+            split(8, 2, 4, true),
+            || (),
+            |_, first, _| {
+                if first == 6 {
+                    Err(fail("chunk 3 failed"))
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!(failed.unwrap_err().to_string(), "chunk 3 failed");
+    }
+}
