@@ -3,7 +3,8 @@
 //! kernel (sums over all taps kept in registers and stored once: strips of output pixels
 //! sharing their input loads for 3- and 5-wide kernels, blocks of channels otherwise;
 //! AVX-512 or AVX2+FMA chosen at run time); other types and multipliers accumulate tap by
-//! tap over a whole row of channels. Output rows are spread over rayon's threads when the work is large.
+//! tap over a whole row of channels. Output rows are spread over rayon's threads when the
+//! work is large.
 
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::conv::{Epilogue, Geometry};
@@ -391,7 +392,7 @@ mod blocked {
     /// L1 across the row's pixels: with all channels at once per pixel, the filters of the
     /// wide late layers (up to 115 KB) would come from L2 at every pixel.
     #[inline(always)]
-    fn chunked_row<const L: usize, const G: usize, const FUSED: bool>(
+    pub(super) fn chunked_row<const L: usize, const G: usize, const FUSED: bool>(
         g: &Geometry,
         x: &[f32],
         filter: &[f32],
@@ -458,10 +459,11 @@ mod blocked {
 
     /// Chunk `k` of the output pixels `cols` (all with whole windows), `P` side by side,
     /// for a kernel `KW` columns wide and stride `S`; returns where the pixels that do not
-    /// fill a strip start. Input columns are loaded once per strip and kernel row and feed
-    /// every pixel whose window covers them, so a strip costs `(P - 1)·S + KW` loads for
-    /// `P·KW` multiply-adds, and its `P` sums are independent chains. Each pixel still
-    /// adds its taps in the general path's order (kernel rows, then columns).
+    /// fill a strip start. The `P` sums are independent chains kept in registers, a kernel
+    /// row's taps are read once per strip, and side by side the pixels' windows overlap
+    /// (`(P - 1)·S + KW` input columns for `P·KW` multiply-adds). Each pixel still adds its
+    /// taps in the order [`sums`] does (kernel rows, then columns), so the two agree bit for
+    /// bit.
     #[inline(always)]
     fn strips<
         const L: usize,
@@ -773,6 +775,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn strips_agree_with_channel_blocks_bit_for_bit() {
+        let mut checked = 0;
+        for (s, xs, fs) in cases() {
+            let (x, f) = (
+                Tensor::from_vec(xs.to_vec(), values(xs.iter().product(), 7)),
+                { Tensor::from_vec(fs.to_vec(), values(fs.iter().product(), 8)) },
+            );
+            let (g, multiplier) = geometry(&s, &x, &f).unwrap();
+            let strip_shape = g.cols.dilation == 1 && [3, 5].contains(&g.kw) && g.cols.stride <= 2;
+            if multiplier != 1 || !strip_shape || g.c % 8 != 0 {
+                continue;
+            }
+            let (xv, fv) = (x.values::<f32>().unwrap(), f.values::<f32>().unwrap());
+            let row_len = g.cols.out * g.o;
+            for r in 0..g.n * g.rows.out {
+                let (image, oy) = (r / g.rows.out, r % g.rows.out);
+                for fused in [true, false] {
+                    let (mut strips, mut blocks) = (vec![0f32; row_len], vec![0f32; row_len]);
+                    if fused {
+                        blocked::row_body::<true, true>(&g, xv, fv, image, oy, &mut strips);
+                        blocked::chunked_row::<8, 8, true>(&g, xv, fv, image, oy, &mut blocks);
+                    } else {
+                        blocked::row_body::<false, false>(&g, xv, fv, image, oy, &mut strips);
+                        blocked::chunked_row::<8, 8, false>(&g, xv, fv, image, oy, &mut blocks);
+                    }
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&strips), bits(&blocks), "{s:?} {xs:?} {fs:?}");
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked >= 24, "only {checked} cases took the strips");
     }
 
     #[test]
