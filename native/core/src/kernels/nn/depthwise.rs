@@ -139,7 +139,7 @@ pub fn direct<T: Num>(
         return zeros(count);
     }
     let oh = g.rows.out.max(1);
-    let work = count * g.kh * g.kw;
+    let work = count.saturating_mul(g.kh * g.kw);
     let split = Split {
         count,
         chunk: row_len,
