@@ -265,6 +265,70 @@ fn matmul_fuses_with_a_residual() {
 }
 
 #[test]
+fn a_batch_norm_after_the_activation_fuses_into_the_convolution() {
+    // Keras' Conv2D(activation="relu") then BatchNormalization: the Mul and Add by constants
+    // after the Relu become the fused node's scale and shift after its activation. One input
+    // channel (the narrow direct kernel) and eight (im2col and a GEMM).
+    for (weights, padding) in [([3, 3, 1, 8], "VALID"), ([3, 3, 8, 16], "SAME")] {
+        let layer = Layer {
+            base: conv("Conv2D", 1, padding),
+            weights: tensor(&weights, 3),
+            rest: vec![
+                ("BiasAdd", constant_input()),
+                ("Relu", None),
+                ("Mul", constant_input()),
+                ("AddV2", constant_input()),
+            ],
+        };
+        check(&layer, &[3, 11, 9, weights[2]], &[1], "_FusedConv2D");
+    }
+}
+
+#[test]
+fn scale_and_shift_after_the_activation_follow_every_base_op() {
+    let depthwise = Layer {
+        base: conv("DepthwiseConv2dNative", 1, "SAME"),
+        weights: tensor(&[3, 3, 6, 1], 3),
+        rest: vec![
+            ("AddV2", residual()),
+            ("Relu6", None),
+            ("Sub", constant_input()),
+            ("Mul", constant_input()),
+        ],
+    };
+    check(
+        &depthwise,
+        &[1, 12, 10, 6],
+        &[1, 12, 10, 6],
+        "_FusedDepthwiseConv2dNative",
+    );
+    let matmul = Layer {
+        base: node("conv", "MatMul", &["x", "w"], vec![("T", FLOAT)]),
+        weights: tensor(&[5, 3], 3),
+        rest: vec![
+            ("BiasAdd", constant_input()),
+            ("Tanh", None),
+            ("Mul", constant_input()),
+            ("AddV2", constant_input()),
+        ],
+    };
+    check(&matmul, &[4, 5], &[1], "_FusedMatMul");
+    // A residual that broadcasts: TensorFlow's Add, then the activation, scale and shift.
+    let broadcast = Layer {
+        base: conv("Conv2D", 2, "VALID"),
+        weights: tensor(&[3, 3, 4, 6], 3),
+        rest: vec![
+            ("BiasAdd", constant_input()),
+            ("AddV2", residual()),
+            ("Elu", None),
+            ("Mul", constant_input()),
+            ("AddV2", constant_input()),
+        ],
+    };
+    check(&broadcast, &[1, 9, 9, 4], &[1, 1, 1, 6], "_FusedConv2D");
+}
+
+#[test]
 fn a_residual_read_elsewhere_stops_the_chain_after_the_add() {
     // The Add's output is also a plan output: the Add is not fused away, the bias still is.
     let layer = Layer {

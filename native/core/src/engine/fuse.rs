@@ -5,7 +5,10 @@
 //! (`_FusedConv2D`, `_FusedDepthwiseConv2dNative`, `_FusedMatMul`: fused_ops
 //! `[BiasAdd, (Add,) (<activation>)]`, the residual as a fourth input). The scales are
 //! multiplied into the weights and the shifts become the bias, so the chain costs one pass over
-//! the output instead of one per op.
+//! the output instead of one per op. Per-channel steps after the activation (Keras'
+//! `Conv2D(activation=...)` then `BatchNormalization`) cannot move into the weights; they
+//! become a scale and a shift the fused kernel applies in the same pass (fused_ops ending in
+//! `_SavedModelChannelAffine`, the project's own, with the two as the last inputs).
 //!
 //! Patterns are matched after folding, so weights and batch-norm statistics are constants;
 //! only float32 NHWC chains whose intermediate results nothing else reads are rewritten.
@@ -179,6 +182,8 @@ struct Rewrite {
     activation: Option<(String, f32)>,
     /// A run-time tensor of the output's shape added before the activation.
     residual: Option<Src>,
+    /// Scale and shift applied after the activation.
+    post: Option<(Vec<f32>, Vec<f32>)>,
     /// The chain's nodes (the last one becomes the fused node).
     absorbed: Vec<usize>,
 }
@@ -191,6 +196,7 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
     let producer = &ir.nodes[i];
     let (channels, layout) = output_channels(ir, producer)?;
     let weights = weights_of(ir, producer)?;
+    let rank = if producer.op == "MatMul" { 2 } else { 4 };
     let mut scale = vec![1f32; channels];
     let mut shift = vec![0f32; channels];
     let mut current = i;
@@ -222,7 +228,7 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
             length += 1;
             break;
         }
-        if residual.is_some() {
+        if residual.is_some() || constant_rank(ir, node) > rank {
             break;
         }
         if !affine_step(ir, node, name, channels, &mut scale, &mut shift) {
@@ -238,6 +244,10 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
     if length == 0 {
         return None;
     }
+    let post = match activation {
+        Some(_) => post_affine(ir, uses, &mut current, &mut absorbed, channels, rank),
+        None => None,
+    };
     let weights = shared.get(&weights, &scale, layout)?;
     Some(Rewrite {
         producer: i,
@@ -246,8 +256,46 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
         bias: shift,
         activation,
         residual,
+        post,
         absorbed,
     })
+}
+
+/// The per-channel steps by constants that follow the activation at `current` (a batch
+/// normalization after `Conv2D(activation="relu")`), folded into one scale and shift and added
+/// to the chain; None when there are none. A constant of a higher rank than the output's
+/// would broadcast it, so it ends the chain.
+fn post_affine(
+    ir: &Ir,
+    uses: &Uses,
+    current: &mut usize,
+    absorbed: &mut Vec<usize>,
+    channels: usize,
+    rank: usize,
+) -> Option<(Vec<f32>, Vec<f32>)> {
+    let mut scale = vec![1f32; channels];
+    let mut shift = vec![0f32; channels];
+    let mut steps = 0;
+    loop {
+        let name = &ir.nodes[*current].name;
+        if !uses.only_read(name, 1) {
+            break;
+        }
+        let next = match uses.consumers.get(name).map(Vec::as_slice) {
+            Some(&[j]) if !uses.absorbed.contains(&j) && ir.nodes[j].control.is_empty() => j,
+            _ => break,
+        };
+        let node = &ir.nodes[next];
+        if constant_rank(ir, node) > rank
+            || !affine_step(ir, node, name, channels, &mut scale, &mut shift)
+        {
+            break;
+        }
+        absorbed.push(next);
+        *current = next;
+        steps += 1;
+    }
+    (steps > 0).then_some((scale, shift))
 }
 
 struct AffineRewrite {
@@ -629,6 +677,9 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
             },
         );
     }
+    if rewrite.post.is_some() {
+        fused_ops.push(CHANNEL_AFFINE.as_bytes().to_vec());
+    }
     attrs.insert(
         "fused_ops".into(),
         AttrValue {
@@ -650,13 +701,20 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
     let weights_name = format!("{last_name}/fused_weights");
     let bias_name = format!("{last_name}/fused_bias");
     let channels = rewrite.bias.len();
-    for (name, tensor) in [
+    let vector = |values: Vec<f32>| Arc::new(Tensor::from_vec(vec![channels], values));
+    let mut constants = vec![
         (weights_name.clone(), rewrite.weights),
-        (
-            bias_name.clone(),
-            Arc::new(Tensor::from_vec(vec![channels], rewrite.bias)),
-        ),
-    ] {
+        (bias_name.clone(), vector(rewrite.bias)),
+    ];
+    let mut post_inputs = Vec::new();
+    if let Some((scale, shift)) = rewrite.post {
+        for (suffix, values) in [("post_scale", scale), ("post_shift", shift)] {
+            let name = format!("{last_name}/fused_{suffix}");
+            post_inputs.push(Src::Node(name.clone(), 0));
+            constants.push((name, vector(values)));
+        }
+    }
+    for (name, tensor) in constants {
         ir.nodes.push(IrNode {
             name: name.clone(),
             op: "Const".into(),
@@ -675,6 +733,7 @@ fn apply(ir: &mut Ir, rewrite: Rewrite, uses: &mut Uses) {
         inputs: [input, Src::Node(weights_name, 0), Src::Node(bias_name, 0)]
             .into_iter()
             .chain(rewrite.residual)
+            .chain(post_inputs)
             .collect(),
         control,
         value: None,

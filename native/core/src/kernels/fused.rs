@@ -2,7 +2,9 @@
 //! into: `_FusedConv2D`, `_FusedDepthwiseConv2dNative` and `_FusedMatMul` with fused_ops
 //! `[BiasAdd]`, `[BiasAdd, <activation>]`, `[BiasAdd, Add]` or `[BiasAdd, Add, <activation>]`
 //! (Add: a residual input of the output's shape, the op's fourth input; the activation may be
-//! `_MklSwish`, x * sigmoid(x), the name TensorFlow's oneDNN fusions give it). A float32 NHWC
+//! `_MklSwish`, x * sigmoid(x), the name TensorFlow's oneDNN fusions give it), any of them
+//! ending in `_SavedModelChannelAffine` after an activation: then `* scale + shift` per channel,
+//! the last two inputs (a batch normalization after the activation). A float32 NHWC
 //! convolution applies them to each block of output while it is still in cache; anything else
 //! runs the base op and then one pass over its output.
 //!
@@ -59,11 +61,20 @@ enum Direct {
     Depthwise(Spec),
 }
 
-/// What follows the base op: its bias, an optional residual input, an activation.
+/// What follows the base op: its bias, an optional residual input, an activation, and an
+/// optional scale and shift after it.
 #[derive(Clone, Copy)]
 struct Tail {
     activation: Activation,
     residual: bool,
+    post: bool,
+}
+
+/// The per-channel scale and shift applied after the activation.
+#[derive(Clone, Copy)]
+struct Post<'a> {
+    scale: &'a [f32],
+    shift: &'a [f32],
 }
 
 fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
@@ -88,25 +99,29 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
         Direct::Conv(s) | Direct::Depthwise(s) => !s.channels_first,
     });
     let add = residual_add(node)?;
-    let arity = 3 + usize::from(tail.residual);
+    let arity = 3 + usize::from(tail.residual) + 2 * usize::from(tail.post);
+    let kept: OnceLock<Patterns> = OnceLock::new();
     Ok(boxed(move |ctx, inputs| {
         if inputs.len() != arity {
             return Err(fail(format!("takes {arity} inputs, got {}", inputs.len())));
         }
-        let bias = tensor_input(inputs, 2)?;
-        let bias = bias
-            .values::<f32>()
-            .ok_or_else(|| fail(format!("bias must be float32, got {}", bias.dtype())))?;
-        if bias.is_empty() {
-            return Err(fail("bias must not be empty"));
+        let mut constants = vec![tensor_input(inputs, 2)?];
+        if tail.post {
+            constants.extend([
+                tensor_input(inputs, arity - 2)?,
+                tensor_input(inputs, arity - 1)?,
+            ]);
         }
+        let channels = per_channel(&constants)?;
+        let mut fresh = None;
+        let pass = Pass::new(channels, tail, patterns_of(&kept, &mut fresh, &constants));
         let residual = match tail.residual {
             true => Some(tensor_input(inputs, 3)?),
             false => None,
         };
         if let Some(direct) = &direct {
             let (x, filter) = (tensor_input(inputs, 0)?, tensor_input(inputs, 1)?);
-            if let Some(out) = convolve(direct, &x, &filter, bias, residual.as_deref(), tail)? {
+            if let Some(out) = convolve(direct, &x, &filter, residual.as_deref(), pass)? {
                 return Ok(vec![Value::Tensor(Arc::new(out))]);
             }
         }
@@ -117,21 +132,27 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
         match (residual, &add) {
             (Some(r), Some(add)) if r.shape() != out.shape() => {
                 // A residual that broadcasts: bias first, then TensorFlow's Add, then activation.
-                finish(out, bias, None, Activation::None)?;
+                let bias_only = Pass {
+                    activation: Activation::None,
+                    post: None,
+                    ..pass
+                };
+                finish(out, None, bias_only)?;
                 let sum = add.run(ctx, &[Value::Tensor(out.clone()), Value::Tensor(r)])?;
                 let mut sum = tensor_of(sum)?;
-                activate(&mut sum, tail.activation)?;
+                activate(&mut sum, pass)?;
                 Ok(vec![Value::Tensor(sum)])
             }
             (residual, _) => {
-                finish(out, bias, residual.as_deref(), tail.activation)?;
+                finish(out, residual.as_deref(), pass)?;
                 Ok(outputs)
             }
         }
     }))
 }
 
-/// The activation and whether there is a residual input, from fused_ops and num_args.
+/// The activation, whether there is a residual input and whether a scale and shift follow
+/// the activation, from fused_ops and num_args.
 fn tail(node: &NodeSpec) -> Result<Tail, String> {
     let ops = node.attrs.strings("fused_ops")?;
     let ops: Vec<&str> = ops.iter().map(String::as_str).collect();
@@ -139,6 +160,10 @@ fn tail(node: &NodeSpec) -> Result<Tail, String> {
         ["BiasAdd", "Add", rest @ ..] => (true, rest),
         ["BiasAdd", rest @ ..] => (false, rest),
         other => return Err(format!("fused_ops {other:?} is not supported")),
+    };
+    let (post, rest) = match rest {
+        [act, CHANNEL_AFFINE] => (true, std::slice::from_ref(act)),
+        rest => (false, rest),
     };
     let activation = activation_of(node, rest)
         .ok_or_else(|| format!("fused_ops {ops:?} is not supported"))??;
@@ -152,7 +177,54 @@ fn tail(node: &NodeSpec) -> Result<Tail, String> {
     Ok(Tail {
         activation,
         residual,
+        post,
     })
+}
+
+/// The channels of the bias (the first of `constants`), checked to be float32 and not empty,
+/// with the scale and shift after the activation (the others) as many float32 values.
+fn per_channel(constants: &[Arc<Tensor>]) -> KResult<usize> {
+    let mut channels = 0;
+    for (i, (t, what)) in constants.iter().zip(["bias", "scale", "shift"]).enumerate() {
+        let values = t
+            .values::<f32>()
+            .ok_or_else(|| fail(format!("the {what} must be float32, got {}", t.dtype())))?;
+        if i == 0 {
+            channels = values.len();
+        }
+        if values.is_empty() || values.len() != channels {
+            return Err(fail(format!(
+                "the {what} has {} values, the bias {channels}; neither may be empty",
+                values.len()
+            )));
+        }
+    }
+    Ok(channels)
+}
+
+/// What the output pass applies: the bias, the activation and the scale and shift after it,
+/// as patterns (see `Patterns`) of `channels` channels.
+#[derive(Clone, Copy)]
+struct Pass<'a> {
+    channels: usize,
+    bias: &'a [f32],
+    activation: Activation,
+    post: Option<Post<'a>>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(channels: usize, tail: Tail, patterns: &'a Patterns) -> Pass<'a> {
+        let post = match patterns.tiled.as_slice() {
+            [_, scale, shift] => Some(Post { scale, shift }),
+            _ => None,
+        };
+        Pass {
+            channels,
+            bias: patterns.tiled.first().map_or(&[], Vec::as_slice),
+            activation: tail.activation,
+            post,
+        }
+    }
 }
 
 /// The activation fused_ops ends with (`rest`: none or one op); None if it is not one.
@@ -206,57 +278,79 @@ fn channel_affine(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
             }
         };
         let (x, scale, shift) = (floats(0)?, floats(1)?, floats(2)?);
-        let first = kept.get_or_init(|| Patterns::new(&scale, &shift));
-        let fresh;
-        let patterns = if first.made_of(&scale, &shift) {
-            first
-        } else {
-            fresh = Patterns::new(&scale, &shift);
-            &fresh
-        };
+        let mut fresh = None;
+        let patterns = patterns_of(&kept, &mut fresh, &[scale, shift]);
         affine(&x, patterns, rank, activation).map(|t| vec![Value::Tensor(Arc::new(t))])
     }))
 }
 
-/// Scale and shift, and both repeated into patterns of at least `PATTERN` values (whole
-/// channel rows), so that the inner loops of `tiled_affine` are long enough to vectorize.
+/// A node's per-channel constants (a bias; a scale and a shift), each repeated into a pattern
+/// of whole channel rows at least `PATTERN` values long. The output passes run over rows of
+/// the pattern's length: a row of 8 channels (a small model's) alone vectorizes only 4 lanes
+/// wide with a scalar tail, and one flat loop for a single bias value ran 3x slower than rows
+/// (measured, `bench_epilogue`). The constants come from the plan, so the patterns are made on
+/// a kernel's first call and kept while the same tensors come back: no copy per output tile.
 struct Patterns {
-    scale: Arc<Tensor>,
-    shift: Arc<Tensor>,
-    tiled_scale: Vec<f32>,
-    tiled_shift: Vec<f32>,
+    sources: Vec<Arc<Tensor>>,
+    tiled: Vec<Vec<f32>>,
 }
 
-impl Patterns {
-    const PATTERN: usize = 1024;
+/// The least length of a pattern.
+const PATTERN: usize = 1024;
 
-    fn new(scale: &Arc<Tensor>, shift: &Arc<Tensor>) -> Patterns {
-        let repeat = |t: &Tensor| -> Vec<f32> {
-            let values = t.values::<f32>().unwrap_or(&[]);
-            let len = values.len() * Self::PATTERN.div_ceil(values.len().max(1));
-            values.iter().copied().cycle().take(len).collect()
-        };
+impl Patterns {
+    fn new(sources: &[Arc<Tensor>]) -> Patterns {
+        let tiled = sources
+            .iter()
+            .map(|t| repeated(t.values::<f32>().unwrap_or(&[])))
+            .collect();
         Patterns {
-            tiled_scale: repeat(scale),
-            tiled_shift: repeat(shift),
-            scale: scale.clone(),
-            shift: shift.clone(),
+            sources: sources.to_vec(),
+            tiled,
         }
     }
 
     /// Whether these patterns were made of these very tensors (held here, so never reused).
-    fn made_of(&self, scale: &Arc<Tensor>, shift: &Arc<Tensor>) -> bool {
-        Arc::ptr_eq(&self.scale, scale) && Arc::ptr_eq(&self.shift, shift)
+    fn made_of(&self, sources: &[Arc<Tensor>]) -> bool {
+        self.sources.len() == sources.len()
+            && self
+                .sources
+                .iter()
+                .zip(sources)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
     }
+}
+
+/// `values` repeated into a pattern of at least `PATTERN` values (itself when longer).
+fn repeated(values: &[f32]) -> Vec<f32> {
+    let len = values.len() * PATTERN.div_ceil(values.len().max(1));
+    values.iter().copied().cycle().take(len).collect()
+}
+
+/// The patterns of `sources`: those `kept` from the first call when made of the same tensors,
+/// else new ones, held in `fresh`.
+fn patterns_of<'a>(
+    kept: &'a OnceLock<Patterns>,
+    fresh: &'a mut Option<Patterns>,
+    sources: &[Arc<Tensor>],
+) -> &'a Patterns {
+    let first = kept.get_or_init(|| Patterns::new(sources));
+    if first.made_of(sources) {
+        return first;
+    }
+    fresh.insert(Patterns::new(sources))
 }
 
 /// The body of `_SavedModelChannelAffine` on float32 tensors.
 fn affine(x: &Tensor, patterns: &Patterns, rank: usize, activation: Activation) -> KResult<Tensor> {
-    let (Some(xs), Some(scale), Some(shift)) = (
+    let (Some(xs), [scale, shift], [tiled_scale, tiled_shift]) = (
         x.values::<f32>(),
-        patterns.scale.values::<f32>(),
-        patterns.shift.values::<f32>(),
+        patterns.sources.as_slice(),
+        patterns.tiled.as_slice(),
     ) else {
+        return Err(fail("inputs must be float32"));
+    };
+    let (Some(scale), Some(shift)) = (scale.values::<f32>(), shift.values::<f32>()) else {
         return Err(fail("inputs must be float32"));
     };
     let channels = scale.len();
@@ -279,13 +373,13 @@ fn affine(x: &Tensor, patterns: &Patterns, rank: usize, activation: Activation) 
         *last = channels;
     }
     let out = if width == channels {
-        tiled_affine(xs, &patterns.tiled_scale, &patterns.tiled_shift, activation)?
+        tiled_affine(xs, tiled_scale, tiled_shift, activation)?
     } else {
         let mut out = Vec::with_capacity(xs.len() * channels);
         for &x in xs {
             let start = out.len();
             out.extend(scale.iter().map(|s| x * s));
-            apply(&mut out[start..], shift, None, activation);
+            apply(&mut out[start..], shift, None, activation, None);
         }
         out
     };
@@ -309,7 +403,13 @@ fn tiled_affine(
         for block in x.chunks(scale.len()) {
             let start = out.len();
             out.extend(block.iter().zip(scale).map(|(x, s)| x * s));
-            apply(&mut out[start..], &shift[..block.len()], None, activation);
+            apply(
+                &mut out[start..],
+                &shift[..block.len()],
+                None,
+                activation,
+                None,
+            );
         }
         return Ok(out);
     }
@@ -330,7 +430,7 @@ fn tiled_affine(
             for ((o, x), s) in out.iter_mut().zip(block).zip(scale) {
                 *o = x * s;
             }
-            apply(out, &shift[..out.len()], None, activation);
+            apply(out, &shift[..out.len()], None, activation, None);
             Ok(())
         },
     )
@@ -367,16 +467,15 @@ fn tensor_of(outputs: Vec<Value>) -> KResult<Arc<Tensor>> {
     }
 }
 
-/// The convolution with the tail applied to each block of output as it is computed; None when
-/// the inputs are not float32 or the residual's shape is not the output's (the caller then
-/// runs the general path).
+/// The convolution with the output pass applied to each block of output as it is computed;
+/// None when the inputs are not float32 or the residual's shape is not the output's (the
+/// caller then runs the general path).
 fn convolve(
     direct: &Direct,
     x: &Tensor,
     filter: &Tensor,
-    bias: &[f32],
     residual: Option<&Tensor>,
-    tail: Tail,
+    pass: Pass,
 ) -> KResult<Option<Tensor>> {
     if x.dtype() != DType::Float32 || filter.dtype() != DType::Float32 {
         return Ok(None);
@@ -385,7 +484,7 @@ fn convolve(
         Direct::Conv(spec) => conv_out_shape(spec, x, filter)?,
         Direct::Depthwise(spec) => depthwise_out_shape(spec, x, filter)?,
     };
-    check_bias(bias.len(), shape[3])?;
+    check_bias(pass.channels, shape[3])?;
     let residual = match residual {
         None => None,
         Some(r) if r.shape() == shape.as_slice() => Some(
@@ -396,7 +495,7 @@ fn convolve(
     };
     let epilogue = |offset: usize, rows: &mut [f32]| {
         let side = residual.map(|r| &r[offset..offset + rows.len()]);
-        apply(rows, bias, side, tail.activation);
+        apply(rows, pass.bias, side, pass.activation, pass.post);
     };
     let out = match direct {
         Direct::Conv(spec) => conv_fused(spec, x, filter, &epilogue)?,
@@ -414,15 +513,11 @@ fn check_bias(bias: usize, channels: usize) -> KResult<()> {
     )))
 }
 
-/// Adds the bias (and the residual, when given: same shape as `out`) and activates, in place.
-fn finish(
-    out: &mut Arc<Tensor>,
-    bias: &[f32],
-    residual: Option<&Tensor>,
-    activation: Activation,
-) -> KResult<()> {
+/// The output pass over the base op's whole output, in place (the residual, when given, of
+/// the same shape as `out`).
+fn finish(out: &mut Arc<Tensor>, residual: Option<&Tensor>, pass: Pass) -> KResult<()> {
     let channels = out.shape().last().copied().unwrap_or(1);
-    check_bias(bias.len(), channels)?;
+    check_bias(pass.channels, channels)?;
     let residual = residual
         .map(|r| {
             r.values::<f32>()
@@ -435,113 +530,116 @@ fn finish(
     if residual.is_some_and(|r| r.len() != values.len()) {
         return Err(fail("the residual input's shape is not the output's"));
     }
-    apply(values, bias, residual, activation);
+    apply(values, pass.bias, residual, pass.activation, pass.post);
     Ok(())
 }
 
-/// The activation alone, in place (after a broadcasting residual add).
-fn activate(out: &mut Arc<Tensor>, activation: Activation) -> KResult<()> {
-    if matches!(activation, Activation::None) {
+/// The activation and the scale and shift after it, in place, after a broadcasting residual
+/// add (whose output may have more channels than the bias when the bias has one).
+fn activate(out: &mut Arc<Tensor>, pass: Pass) -> KResult<()> {
+    if matches!(pass.activation, Activation::None) && pass.post.is_none() {
         return Ok(());
+    }
+    let channels = out.shape().last().copied().unwrap_or(1);
+    if pass.post.is_some() && pass.channels != 1 {
+        check_bias(pass.channels, channels)?;
     }
     let values = Arc::make_mut(out)
         .values_mut::<f32>()
         .ok_or_else(|| fail("Add's output is not float32"))?;
-    apply(values, &[0.0], None, activation);
+    let zeros = vec![0f32; pass.post.map_or(PATTERN, |p| p.scale.len())];
+    apply(values, &zeros, None, pass.activation, pass.post);
     Ok(())
 }
 
-/// `f(value + bias [+ residual])` over whole pixels (channels last), in one pass; the
+/// `f(value + bias [+ residual]) [* scale + shift]` over rows of whole pixels (channels last;
+/// `bias`, and the scale and shift when given, are patterns of one length), in one pass; the
 /// activation is chosen once, outside the loop, so each loop is specialized and vectorizes.
 /// Compiled also for AVX-512 and AVX2 (chosen at run time): 16 or 8 lanes instead of SSE2's 4
 /// for the exponentials of sigmoid, tanh and swish. Rust never contracts a multiply and an add
-/// into an FMA, so every variant gives the same bits.
+/// into an FMA, so every variant gives the same bits, and the scale and shift round twice, as
+/// the Mul and Add they replace.
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
-fn apply(values: &mut [f32], bias: &[f32], residual: Option<&[f32]>, activation: Activation) {
+fn apply(
+    values: &mut [f32],
+    bias: &[f32],
+    residual: Option<&[f32]>,
+    activation: Activation,
+    post: Option<Post>,
+) {
     match activation {
-        Activation::None => each(values, bias, residual, |x| x),
-        Activation::Relu => each(values, bias, residual, |x| x.max(0.0)),
-        Activation::Relu6 => each(values, bias, residual, |x| x.clamp(0.0, 6.0)),
-        Activation::Elu => each(
-            values,
-            bias,
-            residual,
-            |x| {
-                if x > 0.0 {
-                    x
-                } else {
-                    x.exp_m1()
-                }
-            },
-        ),
-        Activation::LeakyRelu(alpha) => {
-            each(
-                values,
-                bias,
-                residual,
-                |x| {
-                    if x > 0.0 {
-                        x
-                    } else {
-                        alpha * x
-                    }
-                },
-            )
-        }
-        Activation::Sigmoid => each(values, bias, residual, sigmoid_f32),
-        Activation::Tanh => each(values, bias, residual, tanh_f32),
-        Activation::Swish => each(values, bias, residual, swish_f32),
+        Activation::None => each(values, bias, residual, post, |x| x),
+        Activation::Relu => each(values, bias, residual, post, |x| x.max(0.0)),
+        Activation::Relu6 => each(values, bias, residual, post, |x| x.clamp(0.0, 6.0)),
+        Activation::Elu => each(values, bias, residual, post, |x| {
+            if x > 0.0 {
+                x
+            } else {
+                x.exp_m1()
+            }
+        }),
+        Activation::LeakyRelu(alpha) => each(values, bias, residual, post, |x| {
+            if x > 0.0 {
+                x
+            } else {
+                alpha * x
+            }
+        }),
+        Activation::Sigmoid => each(values, bias, residual, post, sigmoid_f32),
+        Activation::Tanh => each(values, bias, residual, post, tanh_f32),
+        Activation::Swish => each(values, bias, residual, post, swish_f32),
     }
 }
 
 #[inline(always)]
-fn each(values: &mut [f32], bias: &[f32], residual: Option<&[f32]>, f: impl Fn(f32) -> f32) {
+fn each(
+    values: &mut [f32],
+    bias: &[f32],
+    residual: Option<&[f32]>,
+    post: Option<Post>,
+    f: impl Fn(f32) -> f32,
+) {
+    match post {
+        None => rows(values, bias, residual, [bias, bias], |x, _, _| f(x)),
+        Some(p) => rows(values, bias, residual, [p.scale, p.shift], |x, s, t| {
+            f(x) * s + t
+        }),
+    }
+}
+
+#[inline(always)]
+fn rows(
+    values: &mut [f32],
+    bias: &[f32],
+    residual: Option<&[f32]>,
+    [scale, shift]: [&[f32]; 2],
+    g: impl Fn(f32, f32, f32) -> f32,
+) {
     // No channels: no values either (the bias has one value per channel).
     if bias.is_empty() {
         return;
     }
-    let mut wide = [0f32; WIDE_ROW];
-    let bias = widened(bias, &mut wide);
+    let steps = || bias.iter().zip(scale).zip(shift);
     match residual {
         None => {
             for row in values.chunks_mut(bias.len()) {
-                for (v, b) in row.iter_mut().zip(bias) {
-                    *v = f(*v + b);
+                for (v, ((b, s), t)) in row.iter_mut().zip(steps()) {
+                    *v = g(*v + b, *s, *t);
                 }
             }
         }
         Some(side) => {
             let rows = values.chunks_mut(bias.len()).zip(side.chunks(bias.len()));
             for (row, side) in rows {
-                for ((v, b), s) in row.iter_mut().zip(bias).zip(side) {
-                    *v = f(*v + b + s);
+                for ((v, ((b, s), t)), r) in row.iter_mut().zip(steps()).zip(side) {
+                    *v = g(*v + b + r, *s, *t);
                 }
             }
         }
     }
-}
-
-/// Rows of fewer channels than half this are run several pixels at a time.
-const WIDE_ROW: usize = 128;
-
-/// `bias` repeated to fill most of `wide` when it is short, else `bias` itself. A row of 8
-/// channels (a small model's) vectorizes only 4 lanes wide with a scalar tail, and one flat
-/// loop for a single bias value ran 3x slower than rows (measured, `bench_epilogue`); rows of
-/// up to 128 values take whole 16-lane registers. The rows' values are a whole number of pixels, so
-/// a last row shorter than the repeated bias still lines up with it.
-#[inline(always)]
-fn widened<'a>(bias: &'a [f32], wide: &'a mut [f32; WIDE_ROW]) -> &'a [f32] {
-    if bias.len() > WIDE_ROW / 2 {
-        return bias;
-    }
-    let len = WIDE_ROW / bias.len() * bias.len();
-    for row in wide[..len].chunks_exact_mut(bias.len()) {
-        row.copy_from_slice(bias);
-    }
-    &wide[..len]
 }
 
 #[cfg(test)]
@@ -565,37 +663,52 @@ mod tests {
         }
     }
 
-    /// Short biases are repeated to fill wide rows: every value still gets its own channel's
-    /// bias (and residual), bit for bit what a loop over single pixels gives, also when the
-    /// values end in a partial repeat.
+    /// The per-channel constants are repeated into patterns: every value still gets its own
+    /// channel's bias (residual, scale and shift), bit for bit what a loop over single pixels
+    /// gives, also when the values end in a partial pattern.
     #[test]
-    fn short_rows_see_their_own_channels() {
-        for channels in [1, 3, 8, 24, 64, 65, 200] {
-            for pixels in [1, 2, 5, 17, 130] {
+    fn patterns_give_every_value_its_own_channel() {
+        for channels in [1, 3, 8, 24, 64, 65, 200, 1500] {
+            for pixels in [1, 2, 5, 17, 130, 300] {
                 let bias: Vec<f32> = (0..channels).map(|i| i as f32 * 0.37 - 3.0).collect();
+                let scale: Vec<f32> = (0..channels).map(|i| 1.5 - i as f32 * 0.11).collect();
+                let shift: Vec<f32> = (0..channels).map(|i| i as f32 * 0.07 - 0.5).collect();
                 let base: Vec<f32> = (0..channels * pixels)
                     .map(|i| ((i * 7919) % 61) as f32 * 0.25 - 7.0)
                     .collect();
                 let side: Vec<f32> = base.iter().map(|v| v * 0.5 + 1.0).collect();
-                for residual in [None, Some(&side[..])] {
+                let patterns = [repeated(&scale), repeated(&shift)];
+                let post = Post {
+                    scale: &patterns[0],
+                    shift: &patterns[1],
+                };
+                for (residual, post) in [
+                    (None, None),
+                    (Some(&side[..]), None),
+                    (None, Some(post)),
+                    (Some(&side[..]), Some(post)),
+                ] {
                     let mut got = base.clone();
-                    apply(&mut got, &bias, residual, Activation::Swish);
-                    let want: Vec<f32> = base
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| {
-                            let x = v + bias[i % channels];
-                            swish_f32(residual.map_or(x, |r| x + r[i]))
-                        })
-                        .collect();
+                    apply(
+                        &mut got,
+                        &repeated(&bias),
+                        residual,
+                        Activation::Swish,
+                        post,
+                    );
+                    let want = base.iter().enumerate().map(|(i, v)| {
+                        let x = v + bias[i % channels];
+                        let y = swish_f32(residual.map_or(x, |r| x + r[i]));
+                        post.map_or(y, |_| y * scale[i % channels] + shift[i % channels])
+                    });
                     let same = got
                         .iter()
-                        .zip(&want)
+                        .zip(want)
                         .all(|(a, b)| a.to_bits() == b.to_bits());
-                    let with = residual.is_some();
+                    let (with, after) = (residual.is_some(), post.is_some());
                     assert!(
                         same,
-                        "{channels} channels, {pixels} pixels, residual {with}"
+                        "{channels} channels, {pixels} pixels, residual {with}, post {after}"
                     );
                 }
             }
@@ -626,11 +739,12 @@ mod tests {
                 ("scalar", &bias[..1]),
             ];
             for (what, bias) in biases {
+                let bias = repeated(bias);
                 let mut best = f64::INFINITY;
                 for _ in 0..30 {
                     let mut values = base.clone();
                     let start = std::time::Instant::now();
-                    apply(&mut values, bias, None, activation);
+                    apply(&mut values, &bias, None, activation, None);
                     best = best.min(start.elapsed().as_secs_f64());
                 }
                 println!(
