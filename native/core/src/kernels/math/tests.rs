@@ -189,3 +189,65 @@ fn softmax_rows_sum_to_one_and_sparse_labels_are_checked() {
     let loss = run(op, &[], vec![x, t(&[2], &[2i32, 0])]).expect("loss");
     assert!((values::<f32>(&loss[1])[2] - (soft[2] - 1.0)).abs() < 1e-6);
 }
+
+/// Reductions over the pixels of NHWC tensors (blocks of 16 channels summed in registers, and
+/// the channels past the last whole block) give, bit for bit, the fold of each channel's values
+/// in order, NaNs included.
+#[test]
+fn reductions_over_pixels_fold_each_channel_in_order() {
+    let max = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
+    let min = |a: f32, b: f32| if b < a || b.is_nan() { b } else { a };
+    for channels in [1, 3, 16, 20, 37, 48] {
+        for (h, w) in [(1, 1), (2, 3), (5, 6)] {
+            let shape = [2, h, w, channels];
+            let count = h * w;
+            let mut v: Vec<f32> = (0..2 * count * channels)
+                .map(|i| ((i * 7919) % 101) as f32 * 0.37 - 18.0)
+                .collect();
+            v[count * channels / 2] = f32::NAN;
+            let x = t(&shape, &v);
+            let folds: [(&str, f32, &dyn Fn(f32, f32) -> f32); 3] = [
+                ("Sum", 0.0, &|a, b| a + b),
+                ("Max", f32::NEG_INFINITY, &max),
+                ("Min", f32::INFINITY, &min),
+            ];
+            for (op, init, f) in folds {
+                let got = one_output(op, &[], vec![x.clone(), t(&[2], &[1i32, 2])]);
+                assert_eq!(got.shape(), &[2, channels]);
+                let want = (0..2 * channels).map(|o| {
+                    let (image, c) = (o / channels, o % channels);
+                    (0..count).fold(init, |a, p| f(a, v[(image * count + p) * channels + c]))
+                });
+                let same = values::<f32>(&got)
+                    .iter()
+                    .zip(want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{op} over {shape:?}");
+            }
+        }
+    }
+}
+
+/// A global average pooling's Mean (keras_cnn's, [32, 13, 13, 16] over the pixels), best of
+/// 200 (`cargo test --release -p savedmodel-core --lib bench_global_mean -- --ignored
+/// --nocapture`).
+#[test]
+#[ignore]
+fn bench_global_mean() {
+    let shape = [32, 13, 13, 16];
+    let x = t(
+        &shape,
+        &(0..shape.iter().product::<usize>())
+            .map(|i| (i % 97) as f32 * 0.1)
+            .collect::<Vec<_>>(),
+    );
+    let axes = t(&[2], &[1i32, 2]);
+    let mut best = f64::INFINITY;
+    for _ in 0..200 {
+        let inputs = vec![x.clone(), axes.clone()];
+        let start = std::time::Instant::now();
+        one_output("Mean", &[], inputs);
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    println!("Mean over the pixels of {shape:?}: {:.1} us", best * 1e6);
+}
