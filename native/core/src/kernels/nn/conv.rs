@@ -458,8 +458,10 @@ mod tests {
 
     #[test]
     fn direct_kernel_for_few_channels_matches_the_definition() {
-        let cases: [(&[usize], &[usize], Padding, usize); 4] = [
+        let cases: [(&[usize], &[usize], Padding, usize); 6] = [
             (&[2, 9, 11, 1], &[3, 3, 1, 8], Padding::Valid, 1),
+            (&[1, 6, 21, 1], &[3, 3, 1, 8], Padding::Same, 1),
+            (&[1, 5, 40, 2], &[3, 5, 2, 8], Padding::Same, 2),
             (&[1, 12, 10, 3], &[3, 3, 3, 16], Padding::Same, 2),
             (&[2, 7, 8, 2], &[5, 3, 2, 32], Padding::Same, 1),
             (&[1, 10, 9, 4], &[2, 2, 4, 24], Padding::Valid, 3),
