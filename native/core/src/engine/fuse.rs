@@ -278,12 +278,8 @@ fn post_affine(
     let mut steps = 0;
     loop {
         let name = &ir.nodes[*current].name;
-        if !uses.only_read(name, 1) {
+        let Some(next) = sole_reader(ir, uses, name) else {
             break;
-        }
-        let next = match uses.consumers.get(name).map(Vec::as_slice) {
-            Some(&[j]) if !uses.absorbed.contains(&j) && ir.nodes[j].control.is_empty() => j,
-            _ => break,
         };
         let node = &ir.nodes[next];
         if constant_rank(ir, node) > rank
@@ -338,12 +334,8 @@ fn match_affine(ir: &Ir, i: usize, uses: &Uses) -> Option<AffineRewrite> {
     let mut current = i;
     loop {
         let name = &ir.nodes[current].name;
-        if !uses.only_read(name, 1) {
+        let Some(next) = sole_reader(ir, uses, name) else {
             break;
-        }
-        let next = match uses.consumers.get(name).map(Vec::as_slice) {
-            Some(&[j]) if !uses.absorbed.contains(&j) && ir.nodes[j].control.is_empty() => j,
-            _ => break,
         };
         let node = &ir.nodes[next];
         if let Some(alpha) = activation_of(node) {
@@ -366,6 +358,18 @@ fn match_affine(ir: &Ir, i: usize, uses: &Uses) -> Option<AffineRewrite> {
         rank,
         activation,
     })
+}
+
+/// The node that alone reads node `name`'s one output, once, when it is still free to join a
+/// chain and has no control inputs.
+fn sole_reader(ir: &Ir, uses: &Uses, name: &str) -> Option<usize> {
+    if !uses.only_read(name, 1) {
+        return None;
+    }
+    match uses.consumers.get(name).map(Vec::as_slice) {
+        Some(&[j]) if !uses.absorbed.contains(&j) && ir.nodes[j].control.is_empty() => Some(j),
+        _ => None,
+    }
 }
 
 /// The rank of the constant operand of an affine step.

@@ -193,6 +193,9 @@ fn softmax_rows_sum_to_one_and_sparse_labels_are_checked() {
 /// Reductions over the pixels of NHWC tensors (blocks of 16 channels summed in registers, and
 /// the channels past the last whole block) give, bit for bit, the fold of each channel's values
 /// in order, NaNs included.
+/// An op's rule for combining two values.
+type Fold<'a> = &'a dyn Fn(f32, f32) -> f32;
+
 #[test]
 fn reductions_over_pixels_fold_each_channel_in_order() {
     let max = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
@@ -206,7 +209,7 @@ fn reductions_over_pixels_fold_each_channel_in_order() {
                 .collect();
             v[count * channels / 2] = f32::NAN;
             let x = t(&shape, &v);
-            let folds: [(&str, f32, &dyn Fn(f32, f32) -> f32); 3] = [
+            let folds: [(&str, f32, Fold); 3] = [
                 ("Sum", 0.0, &|a, b| a + b),
                 ("Max", f32::NEG_INFINITY, &max),
                 ("Min", f32::INFINITY, &min),
