@@ -30,6 +30,7 @@ mod num;
 pub(crate) mod output;
 mod pool;
 mod pool3d;
+mod pool_row;
 mod volume;
 mod window;
 

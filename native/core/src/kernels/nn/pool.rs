@@ -13,6 +13,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{run_float, run_real, Float, FloatOp, Real, RealOp, FLOATS};
+use crate::kernels::nn::pool_row::Columns;
 use crate::kernels::nn::window::{channels_first, nhwc, padding, rank4, split, Axis, Spec};
 use crate::kernels::util::{int_values, make};
 use crate::tensor::{element_count, Storage, Tensor};
@@ -275,68 +276,18 @@ impl Call<'_> {
         }
     }
 
-    /// For each kernel column, the output pixels whose tap there reads an input pixel (not
-    /// padding) and the first of those input pixels: the same on every row, so worked out
-    /// once per call (the divisions in them cost as much as pooling a short row).
-    fn column_spans(&self) -> Vec<(std::ops::Range<usize>, usize)> {
-        let w = self.g.input[2];
-        let cols = self.g.axes[1];
-        (0..cols.window)
-            .map(|j| {
-                let valid = cols.valid(j, w);
-                let first = (valid.start * cols.stride + j).saturating_sub(cols.before);
-                (valid, first)
-            })
-            .collect()
+    /// The pooled columns along the input's rows.
+    fn columns(&self) -> Columns {
+        Columns::new(self.g.axes[1], self.g.input[2], self.g.input[3])
     }
 
-    /// Output row `r` (image·oh + oy) of a spatial max pool, tap by tap: for each kernel row
-    /// and column (`spans`, from [`Self::column_spans`]), the maximum with the input pixels it
-    /// covers along the whole row, without working out each pixel's window. Channels go in
-    /// blocks of `L` (a divisor of their count), so each step is a whole vector.
-    fn max_row<T: Real, const L: usize>(
-        &self,
-        x: &[T],
-        r: usize,
-        row: &mut [T],
-        spans: &[(std::ops::Range<usize>, usize)],
-    ) {
+    /// The first elements of the input lines that output row `r` (image·oh + oy) pools.
+    fn lines(&self, r: usize) -> impl Iterator<Item = usize> {
         let [_, h, w, c] = self.g.input;
-        let [rows, cols] = self.g.axes;
-        let blocks = c / L;
-        let oh = rows.out.max(1);
-        let (image, oy) = (r / oh, r % oh);
-        let out = row.as_chunks_mut::<L>().0;
-        out.fill([T::LOWEST; L]);
-        for i in rows.taps(oy, h) {
-            let start = (image * h + oy * rows.stride + i - rows.before) * w * c;
-            let Some(line) = x.get(start..start + w * c) else {
-                continue;
-            };
-            let line = line.as_chunks::<L>().0;
-            for (valid, first) in spans {
-                let (Some(dst), Some(src)) = (
-                    out.get_mut(valid.start * blocks..valid.end * blocks),
-                    line.get(first * blocks..),
-                ) else {
-                    continue;
-                };
-                if blocks == 1 {
-                    for (acc, v) in dst.iter_mut().zip(src.iter().step_by(cols.stride)) {
-                        max_into(acc, v);
-                    }
-                    continue;
-                }
-                let pixels = dst
-                    .chunks_exact_mut(blocks)
-                    .zip(src.chunks(cols.stride * blocks));
-                for (acc, pixel) in pixels {
-                    for (acc, v) in acc.iter_mut().zip(pixel) {
-                        max_into(acc, v);
-                    }
-                }
-            }
-        }
+        let rows = self.g.axes[0];
+        let (image, oy) = (r / rows.out.max(1), r % rows.out.max(1));
+        rows.taps(oy, h)
+            .map(move |i| (image * h + oy * rows.stride + i - rows.before) * w * c)
     }
 
     /// The input pixels (as channel slices) of output pixel (row `r` = image·oh + oy, `ox`).
@@ -355,18 +306,6 @@ impl Call<'_> {
     }
 }
 
-/// `acc = max(acc, v)` lane by lane, as a select rather than a conditional store, so it
-/// vectorizes (a NaN in `v` is never taken).
-#[inline(always)]
-fn max_into<T: Real, const L: usize>(acc: &mut [T; L], v: &[T; L]) {
-    // On a copy: in place, the stores between the lanes kept it scalar.
-    let mut lanes = *acc;
-    for (a, &v) in lanes.iter_mut().zip(v) {
-        *a = if v > *a { v } else { *a };
-    }
-    *acc = lanes;
-}
-
 impl RealOp for Call<'_> {
     fn run<T: Real>(&self, inputs: &[&[T]]) -> KResult<Vec<T>> {
         let [x] = inputs else {
@@ -374,32 +313,19 @@ impl RealOp for Call<'_> {
         };
         let depth = self.pool.depth;
         if depth == 1 {
-            let spans = self.column_spans();
-            let row = |x: &[T], r: usize, row: &mut [T]| match self.g.input[3] {
-                c if c % 16 == 0 => self.max_row::<T, 16>(x, r, row, &spans),
-                c if c % 8 == 0 => self.max_row::<T, 8>(x, r, row, &spans),
-                c if c % 4 == 0 => self.max_row::<T, 4>(x, r, row, &spans),
-                _ => self.max_row::<T, 1>(x, r, row, &spans),
-            };
-            return Ok(self.each_row(x, row));
+            let cols = self.columns();
+            return Ok(self.each_row(x, |x, r, row| cols.max_row(x, self.lines(r), row)));
         }
+        // Across channels: each window is one pixel, each output the maximum of a group.
         Ok(self.each_pixel(x, |x, r, ox, acc| {
             acc.fill(T::LOWEST);
             for pixel in self.window(x, r, ox) {
-                if depth > 1 {
-                    for (a, group) in acc.iter_mut().zip(pixel.chunks_exact(depth)) {
-                        for &v in group {
-                            if v > *a {
-                                *a = v;
-                            }
+                for (a, group) in acc.iter_mut().zip(pixel.chunks_exact(depth)) {
+                    for &v in group {
+                        if v > *a {
+                            *a = v;
                         }
                     }
-                    continue;
-                }
-                // A select rather than a conditional store, so the loop vectorizes (NaN is
-                // still never taken, as before).
-                for (a, &v) in acc.iter_mut().zip(pixel) {
-                    *a = if v > *a { v } else { *a };
                 }
             }
         }))
@@ -411,25 +337,15 @@ impl FloatOp for Call<'_> {
         let [x] = inputs else {
             return Err(fail("AvgPool takes 1 input"));
         };
-        Ok(self.each_pixel(x, |x, r, ox, acc| {
-            let mut count = 0usize;
-            for pixel in self.window(x, r, ox) {
-                count += 1;
-                for (a, &v) in acc.iter_mut().zip(pixel) {
-                    *a = a.add(v);
-                }
-            }
-            let divisor = T::from_f64(count as f64);
-            for a in acc.iter_mut() {
-                *a = *a / divisor;
-            }
-        }))
+        let cols = self.columns();
+        Ok(self.each_row(x, |x, r, row| cols.avg_row(x, self.lines(r), row)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::nn::pool3d::tests::by_definition;
     use crate::kernels::nn::window::Padding;
 
     fn pool(window: usize, stride: usize) -> Pool {
@@ -459,7 +375,7 @@ mod tests {
     /// Every channel block width (16, 8, 4, 1 lanes) against the definition: the largest
     /// non-NaN input value in each window, padding excluded.
     #[test]
-    fn max_pool_blocks_match_the_definition() {
+    fn max_and_average_pools_match_the_definition() {
         for c in [1, 3, 4, 8, 12, 16, 32, 40] {
             for (window, stride) in [(2, 2), (3, 2), (3, 1), (1, 1), (2, 3)] {
                 for padding in [Padding::Same, Padding::Valid] {
@@ -474,34 +390,32 @@ mod tests {
                     let mut p = pool(window, stride);
                     p.spec.padding = padding;
                     let got = max_pool_tensor(&p, &x).unwrap();
-                    let (g, _) = geometry(&p, &x, "x").unwrap();
-                    let [oh, ow] = [g.axes[0].out, g.axes[1].out];
-                    let mut want = Vec::new();
-                    for (n, oy, ox, ch) in (0..2).flat_map(|n| {
-                        (0..oh).flat_map(move |oy| {
-                            (0..ow).flat_map(move |ox| (0..c).map(move |ch| (n, oy, ox, ch)))
-                        })
-                    }) {
-                        let mut m = f32::MIN;
-                        for i in 0..window {
-                            for j in 0..window {
-                                let (Some(y), Some(xx)) =
-                                    (g.axes[0].source(oy, i, 7), g.axes[1].source(ox, j, 9))
-                                else {
-                                    continue;
-                                };
-                                let v = values[((n * 7 + y) * 9 + xx) * c + ch];
-                                if v > m {
-                                    m = v;
-                                }
-                            }
-                        }
-                        want.push(m);
-                    }
+                    let call = Call {
+                        g: geometry(&p, &x, "x").unwrap().0,
+                        pool: &p,
+                    };
+                    let avg = run_float(&call, &[&x], &FLOATS, "AvgPool").unwrap();
+                    let (want, want_avg, _) = by_definition(
+                        [1, window, window],
+                        [1, stride, stride],
+                        padding,
+                        [2, 1, 7, 9, c],
+                        &values,
+                    );
                     assert_eq!(
                         got.values::<f32>().unwrap(),
                         &want[..],
                         "{c} channels, {window}/{stride} {padding:?}"
+                    );
+                    let Storage::Float32(avg) = avg else {
+                        panic!("dtype")
+                    };
+                    let same = |(a, b): (&f32, &f32)| {
+                        a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan()
+                    };
+                    assert!(
+                        avg.len() == want_avg.len() && avg.iter().zip(&want_avg).all(same),
+                        "average: {c} channels, {window}/{stride} {padding:?}"
                     );
                 }
             }

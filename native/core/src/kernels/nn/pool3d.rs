@@ -1,6 +1,6 @@
 //! MaxPool3D and AvgPool3D (Keras' MaxPooling3D and AveragePooling3D): direct loops over
-//! NDHWC, one output row of channels at a time, rows spread over threads when the work is
-//! large. As in the 2-D pools (pool.rs), max pooling starts from the dtype's lowest finite
+//! NDHWC, one output row (along the width) at a time, tap by tap as the 2-D pools
+//! (pool_row.rs), rows spread over threads when the work is large. As in the 2-D pools (pool.rs), max pooling starts from the dtype's lowest finite
 //! value and takes an element only if it compares greater (NaNs are skipped, as TensorFlow's
 //! are), and average pooling divides by the number of input (not padding) elements a window
 //! covers. NCDHW is transposed in and out.
@@ -12,6 +12,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::num::{run_float, run_real, Float, FloatOp, Real, RealOp, FLOATS};
 use crate::kernels::nn::pool::finite_halves;
+use crate::kernels::nn::pool_row::Columns;
 use crate::kernels::nn::volume::{
     channels_first, ndhwc, padding, positive, rank5, split, stored, to_first, to_last, Spec3,
 };
@@ -106,12 +107,29 @@ impl Call {
         stored(self.out, self.channels_first)
     }
 
-    /// Runs `pixel(x, window, acc)` for every output position (NDHWC), `window` the input
-    /// positions' first elements, over the NDHWC input, in and out of NCDHW.
-    fn each_output<T: Copy + Default + Send + Sync>(
+    /// The first elements of the input lines (along the width) that output row `r`
+    /// ((image·od + z)·oh + y) pools: one per depth and row tap that reads the input.
+    fn lines(&self, r: usize) -> impl Iterator<Item = usize> {
+        let [_, od, oh, _, _] = self.out;
+        let [_, d, h, w, c] = self.input;
+        let [ad, ah, _] = self.axes;
+        let (rest, y) = (r / oh.max(1), r % oh.max(1));
+        let (image, z) = (rest / od.max(1), rest % od.max(1));
+        ad.taps(z, d).flat_map(move |i| {
+            let zi = z * ad.stride + i - ad.before;
+            ah.taps(y, h).map(move |j| {
+                let yi = y * ah.stride + j - ah.before;
+                ((image * d + zi) * h + yi) * w * c
+            })
+        })
+    }
+
+    /// Runs `fill(x, r, row)` for every output row (along the width, NDHWC) over the NDHWC
+    /// input, in and out of NCDHW; rows spread over threads when the work is large.
+    fn each_row<T: Copy + Default + Send + Sync>(
         &self,
         x: &[T],
-        pixel: impl Fn(&[T], &mut dyn Iterator<Item = usize>, &mut [T]) + Sync,
+        fill: impl Fn(&[T], usize, &mut [T]) + Sync,
     ) -> Vec<T> {
         let transposed;
         let x = if self.channels_first {
@@ -120,34 +138,15 @@ impl Call {
         } else {
             x
         };
-        let [_, od, oh, ow, c] = self.out;
-        let [_, d, h, w, _] = self.input;
-        let [ad, ah, aw] = self.axes;
         let mut out = vec![T::default(); self.out.iter().product()];
-        let row_len = ow * c;
-        let fill = |(r, row): (usize, &mut [T])| {
-            let (rest, y) = (r / oh.max(1), r % oh.max(1));
-            let (image, z) = (rest / od.max(1), rest % od.max(1));
-            for (ox, acc) in row.chunks_exact_mut(c.max(1)).enumerate() {
-                let mut window = ad.taps(z, d).flat_map(|i| {
-                    let zi = z * ad.stride + i - ad.before;
-                    ah.taps(y, h).flat_map(move |j| {
-                        let yi = y * ah.stride + j - ah.before;
-                        aw.taps(ox, w).map(move |k| {
-                            let xi = ox * aw.stride + k - aw.before;
-                            (((image * d + zi) * h + yi) * w + xi) * c
-                        })
-                    })
-                });
-                pixel(x, &mut window, acc);
-            }
-        };
+        let row_len = self.out[3] * self.out[4];
         if row_len > 0 {
+            let body = |(r, row): (usize, &mut [T])| fill(x, r, row);
             let taps = self.axes.iter().map(|a| a.window).product::<usize>();
             if out.len().saturating_mul(taps) >= PARALLEL_WORK && out.len() > row_len {
-                out.par_chunks_mut(row_len).enumerate().for_each(fill);
+                out.par_chunks_mut(row_len).enumerate().for_each(body);
             } else {
-                out.chunks_mut(row_len).enumerate().for_each(fill);
+                out.chunks_mut(row_len).enumerate().for_each(body);
             }
         }
         if self.channels_first {
@@ -156,6 +155,11 @@ impl Call {
             out
         }
     }
+
+    /// The pooled columns along the input's lines.
+    fn columns(&self) -> Columns {
+        Columns::new(self.axes[2], self.input[3], self.input[4])
+    }
 }
 
 impl RealOp for Call {
@@ -163,19 +167,8 @@ impl RealOp for Call {
         let [x] = inputs else {
             return Err(fail("MaxPool3D takes 1 input"));
         };
-        Ok(self.each_output(x, |x, window, acc| {
-            acc.fill(T::LOWEST);
-            for start in window {
-                let Some(pixel) = x.get(start..start + acc.len()) else {
-                    continue;
-                };
-                // A select rather than a conditional store, so the loop vectorizes (NaN is
-                // never taken).
-                for (a, &v) in acc.iter_mut().zip(pixel) {
-                    *a = if v > *a { v } else { *a };
-                }
-            }
-        }))
+        let cols = self.columns();
+        Ok(self.each_row(x, |x, r, row| cols.max_row(x, self.lines(r), row)))
     }
 }
 
@@ -184,27 +177,13 @@ impl FloatOp for Call {
         let [x] = inputs else {
             return Err(fail("AvgPool3D takes 1 input"));
         };
-        Ok(self.each_output(x, |x, window, acc| {
-            let mut count = 0usize;
-            for start in window {
-                let Some(pixel) = x.get(start..start + acc.len()) else {
-                    continue;
-                };
-                count += 1;
-                for (a, &v) in acc.iter_mut().zip(pixel) {
-                    *a = a.add(v);
-                }
-            }
-            let divisor = T::from_f64(count as f64);
-            for a in acc.iter_mut() {
-                *a = *a / divisor;
-            }
-        }))
+        let cols = self.columns();
+        Ok(self.each_row(x, |x, r, row| cols.avg_row(x, self.lines(r), row)))
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::kernels::nn::window::Padding;
     use crate::tensor::Storage;
@@ -242,6 +221,89 @@ mod tests {
         let call = Call::new(&p, &all_nan).unwrap();
         let max = run_real(&call, &[&all_nan], &FLOATS, "MaxPool3D").unwrap();
         assert_eq!(max, Storage::Float32(vec![f32::MIN]));
+    }
+
+    /// Max and average of every window of an NDHWC input by the definition, in the window's
+    /// order, and the output shape (also the 2-D pools' reference, with a depth of 1).
+    pub(in crate::kernels::nn) fn by_definition(
+        window: [usize; 3],
+        strides: [usize; 3],
+        padding: Padding,
+        shape: [usize; 5],
+        values: &[f32],
+    ) -> (Vec<f32>, Vec<f32>, Vec<usize>) {
+        let p = pool(window, strides, padding);
+        let [n, d, h, w, c] = shape;
+        let axes = p.spec.axes([d, h, w], p.window).unwrap();
+        let out = [n, axes[0].out, axes[1].out, axes[2].out, c];
+        let (mut max, mut avg) = (Vec::new(), Vec::new());
+        for i in 0..out.iter().product::<usize>() {
+            let (ch, rest) = (i % c, i / c);
+            let (ox, rest) = (rest % out[3], rest / out[3]);
+            let (oy, rest) = (rest % out[2], rest / out[2]);
+            let (oz, image) = (rest % out[1], rest / out[1]);
+            let (mut m, mut sum, mut count) = (f32::MIN, 0.0f32, 0);
+            for tz in 0..p.window[0] {
+                for ty in 0..p.window[1] {
+                    for tx in 0..p.window[2] {
+                        let (Some(z), Some(y), Some(xx)) = (
+                            axes[0].source(oz, tz, d),
+                            axes[1].source(oy, ty, h),
+                            axes[2].source(ox, tx, w),
+                        ) else {
+                            continue;
+                        };
+                        let v = values[(((image * d + z) * h + y) * w + xx) * c + ch];
+                        if v > m {
+                            m = v;
+                        }
+                        sum += v;
+                        count += 1;
+                    }
+                }
+            }
+            max.push(m);
+            avg.push(sum / count as f32);
+        }
+        (max, avg, out.to_vec())
+    }
+
+    #[test]
+    fn rows_of_windows_match_the_definition() {
+        let same = |(a, b): (&f32, &f32)| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan();
+        for c in [1, 2, 3, 4, 5, 8, 12, 16, 20] {
+            for (window, strides) in [
+                ([2, 2, 2], [2, 2, 2]),
+                ([2, 3, 2], [1, 2, 2]),
+                ([1, 3, 3], [1, 1, 2]),
+                ([3, 1, 2], [2, 3, 1]),
+            ] {
+                for padding in [Padding::Same, Padding::Valid] {
+                    let shape = [2, 4, 5, 7, c];
+                    let values: Vec<f32> = (0..shape.iter().product::<usize>())
+                        .map(|i| match i % 29 {
+                            5 => f32::NAN,
+                            k => ((i * 37) % 101) as f32 - 50.0 + k as f32 * 0.01,
+                        })
+                        .collect();
+                    let x = Tensor::from_vec(shape.to_vec(), values.clone());
+                    let p = pool(window, strides, padding);
+                    let (max, avg, out) = by_definition(window, strides, padding, shape, &values);
+                    let call = Call::new(&p, &x).unwrap();
+                    assert_eq!(call.shape(), out);
+                    let case = format!("{c} channels, {window:?}/{strides:?} {padding:?}");
+                    let got = run_real(&call, &[&x], &FLOATS, "MaxPool3D").unwrap();
+                    assert_eq!(got, Storage::Float32(max), "max: {case}");
+                    let Storage::Float32(got) =
+                        run_float(&call, &[&x], &FLOATS, "AvgPool3D").unwrap()
+                    else {
+                        panic!("dtype")
+                    };
+                    let equal = got.len() == avg.len() && got.iter().zip(&avg).all(same);
+                    assert!(equal, "average: {case}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -47,6 +47,21 @@ impl Axis {
         lo.min(hi)..hi
     }
 
+    /// For each tap, the outputs whose tap reads an input element (not padding) and the input
+    /// element the first of them reads: the same on every line of a pooling or convolution,
+    /// so worked out once per call (the divisions in them cost as much as pooling a short
+    /// line).
+    pub fn spans(&self, size: usize) -> Vec<(std::ops::Range<usize>, usize)> {
+        (0..self.window)
+            .map(|t| {
+                let valid = self.valid(t, size);
+                let first =
+                    (valid.start * self.stride + t * self.dilation).saturating_sub(self.before);
+                (valid, first)
+            })
+            .collect()
+    }
+
     /// The outputs whose tap `t` reads an input element (not padding): a range, since the
     /// source index grows with the output index.
     pub fn valid(&self, t: usize, size: usize) -> std::ops::Range<usize> {
