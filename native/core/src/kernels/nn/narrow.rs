@@ -132,7 +132,7 @@ pub fn run<T: Num>(
         share: per_share * row_len,
         parallel,
     };
-    let init = <(Vec<(usize, usize)>, Vec<f32>)>::default;
+    let init = <(Vec<(usize, usize)>, Scratch)>::default;
     Some(zeroed_chunks(
         split,
         init,
@@ -161,93 +161,158 @@ fn padded(filter: &[f32], o: usize) -> Cow<'_, [f32]> {
     Cow::Owned(out)
 }
 
-/// One output row into `row` (`rows.o` channels a pixel), through `scratch` when the channels
-/// are padded.
+/// Per-thread buffers reused from row to row.
+#[derive(Default)]
+struct Scratch {
+    /// The row's input lines, zero-padded (see [`pad_lines`]).
+    lines: Vec<f32>,
+    /// The row with its channels padded to whole chunks of lanes.
+    row: Vec<f32>,
+}
+
+/// One output row into `row` (`rows.o` channels a pixel), through `scratch.row` when the
+/// channels are padded.
 fn store_row(
     rows: &Rows,
-    lines: &[(usize, usize)],
+    lines: &mut [(usize, usize)],
     x: &[f32],
     filter: &[f32],
     row: &mut [f32],
-    scratch: &mut Vec<f32>,
+    scratch: &mut Scratch,
 ) {
+    let (x, cols) = pad_lines(rows, lines, x, &mut scratch.lines);
     let wide = rows.o.div_ceil(LANES) * LANES;
     if wide == rows.o {
-        row_kernel(rows, lines, x, filter, row);
+        row_kernel(rows.o, cols, rows.c, lines, x, filter, row);
         return;
     }
-    scratch.clear();
-    scratch.resize(rows.cols.out * wide, 0.0);
-    row_kernel(rows, lines, x, filter, scratch);
-    for (dst, src) in row.chunks_exact_mut(rows.o).zip(scratch.chunks_exact(wide)) {
+    let padded = &mut scratch.row;
+    padded.clear();
+    padded.resize(rows.cols.out * wide, 0.0);
+    row_kernel(rows.o, cols, rows.c, lines, x, filter, padded);
+    for (dst, src) in row.chunks_exact_mut(rows.o).zip(padded.chunks_exact(wide)) {
         dst.copy_from_slice(&src[..rows.o]);
     }
 }
 
-/// One output row (padded channels), compiled for AVX-512, AVX2+FMA and the baseline (chosen at
-/// run time; with FMA the sums use fused multiply-adds).
+/// The row's input lines (`lines`' first elements, rewritten to point into the result) with
+/// the width's padding as zeros, so that every output pixel's window lies inside its line and
+/// any run of pixels can go through one block of accumulators (at the borders, one pixel at a
+/// time ran one chain of dependent multiply-adds: a Conv3D six pixels wide did nothing else);
+/// and the width axis over them. `x` itself, and the axis unchanged, when no window reaches
+/// past the input's width.
+fn pad_lines<'a>(
+    rows: &Rows,
+    lines: &mut [(usize, usize)],
+    x: &'a [f32],
+    buffer: &'a mut Vec<f32>,
+) -> (&'a [f32], Axis) {
+    let (cols, c) = (rows.cols, rows.c);
+    let Some(last) = cols.out.checked_sub(1) else {
+        return (x, cols);
+    };
+    // How far the last window reaches, counting the padding before the input.
+    let reach = last * cols.stride + cols.window.saturating_sub(1) * cols.dilation + 1;
+    if cols.before == 0 && reach <= rows.w {
+        return (x, cols);
+    }
+    let len = reach * c;
+    let copied = rows.w.min(reach.saturating_sub(cols.before)) * c;
+    buffer.clear();
+    buffer.resize(lines.len() * len, 0.0);
+    for (k, (start, _)) in lines.iter_mut().enumerate() {
+        if copied > 0 {
+            let at = k * len + cols.before * c;
+            buffer[at..at + copied].copy_from_slice(&x[*start..*start + copied]);
+        }
+        *start = k * len;
+    }
+    (buffer, Axis { before: 0, ..cols })
+}
+
+/// One output row of `o` (padded) channels, compiled for AVX-512, AVX2+FMA and the baseline
+/// (chosen at run time; with FMA the sums use fused multiply-adds).
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
-fn row_kernel(rows: &Rows, lines: &[(usize, usize)], x: &[f32], filter: &[f32], row: &mut [f32]) {
+fn row_kernel(
+    o: usize,
+    cols: Axis,
+    c: usize,
+    lines: &[(usize, usize)],
+    x: &[f32],
+    filter: &[f32],
+    row: &mut [f32],
+) {
     const FUSED: bool = multiversion::target::selected_target!().supports_feature_str("fma");
-    match rows.o.div_ceil(LANES) {
-        1 => row_body::<1, 8, FUSED>(rows, lines, x, filter, row),
-        2 => row_body::<2, 4, FUSED>(rows, lines, x, filter, row),
-        3 => row_body::<3, 4, FUSED>(rows, lines, x, filter, row),
-        _ => row_body::<4, 4, FUSED>(rows, lines, x, filter, row),
+    let line = Line { cols, c, lines, x };
+    match o.div_ceil(LANES) {
+        1 => row_body::<1, 8, FUSED>(&line, filter, row),
+        2 => row_body::<2, 4, FUSED>(&line, filter, row),
+        3 => row_body::<3, 4, FUSED>(&line, filter, row),
+        _ => row_body::<4, 4, FUSED>(&line, filter, row),
     }
 }
 
-/// One output row with `B` chunks of output channels. Pixels whose window lies inside the
-/// input's width go `P` at a time, the others (at the borders) one by one; either way the sums
-/// over every (line, kernel column, input channel) tap stay in registers. `P · B` independent
-/// chains of multiply-adds share each load of the filter and hide the FMA's latency: two FMA
-/// units of 4 cycles' latency need 8 in flight, so one chunk of channels takes 8 pixels at a
-/// time (keras_cnn's first layer, 8 channels out, ran at half the FMA rate with 4).
+/// What one output row reads: its input lines (first elements in `x`, filter blocks), every
+/// window inside them, along the width axis `cols`, `c` channels a pixel.
+struct Line<'a> {
+    cols: Axis,
+    c: usize,
+    lines: &'a [(usize, usize)],
+    x: &'a [f32],
+}
+
+/// One output row with `B` chunks of output channels, `P` pixels at a time, then the last
+/// few in blocks of 4, 2 and 1 (one block of 6 was no faster than 4 and 2 on a Conv3D six
+/// pixels wide); the sums over every (line, kernel column, input channel) tap
+/// stay in registers. `P · B` independent chains of multiply-adds share each load of the
+/// filter and hide the FMA's latency: two FMA units of 4 cycles' latency need 8 in flight, so
+/// one chunk of channels takes 8 pixels at a time (keras_cnn's first layer, 8 channels out,
+/// ran at half the FMA rate with 4).
 #[inline(always)]
 fn row_body<const B: usize, const P: usize, const FUSED: bool>(
-    rows: &Rows,
-    lines: &[(usize, usize)],
-    x: &[f32],
+    line: &Line,
     filter: &[f32],
     row: &mut [f32],
 ) {
     let taps = filter.as_chunks::<LANES>().0;
     let pixels = row.as_chunks_mut::<LANES>().0;
-    let (cols, w) = (rows.cols, rows.w);
-    let inner = cols.valid(0, w).start..cols.valid(cols.window.saturating_sub(1), w).end;
+    let out = line.cols.out;
     let mut ox = 0;
-    while ox < cols.out {
-        if inner.contains(&ox) && ox + P <= inner.end {
-            let out = &mut pixels[ox * B..][..P * B];
-            block::<B, P, FUSED>(rows, lines, x, taps, ox, out);
-            ox += P;
-        } else {
-            pixel::<B, FUSED>(rows, lines, x, taps, ox, &mut pixels[ox * B..][..B]);
-            ox += 1;
-        }
+    while ox + P <= out {
+        block::<B, P, FUSED>(line, taps, ox, &mut pixels[ox * B..][..P * B]);
+        ox += P;
+    }
+    if P > 4 && ox + 4 <= out {
+        block::<B, 4, FUSED>(line, taps, ox, &mut pixels[ox * B..][..4 * B]);
+        ox += 4;
+    }
+    if ox + 2 <= out {
+        block::<B, 2, FUSED>(line, taps, ox, &mut pixels[ox * B..][..2 * B]);
+        ox += 2;
+    }
+    if ox < out {
+        block::<B, 1, FUSED>(line, taps, ox, &mut pixels[ox * B..][..B]);
     }
 }
 
-/// `P` adjacent output pixels from `ox` on, every window inside the input's width.
+/// `P` adjacent output pixels from `ox` on.
 #[inline(always)]
 fn block<const B: usize, const P: usize, const FUSED: bool>(
-    rows: &Rows,
-    lines: &[(usize, usize)],
-    x: &[f32],
+    line: &Line,
     taps: &[[f32; LANES]],
     ox: usize,
     out: &mut [[f32; LANES]],
 ) {
-    let (cols, c) = (rows.cols, rows.c);
+    let (cols, c, x) = (line.cols, line.c, line.x);
     let mut acc = [[[0f32; LANES]; B]; P];
     let step = cols.stride * c;
-    for &(line, outer) in lines {
+    for &(start, outer) in line.lines {
         for j in 0..cols.window {
             let iw = ox * cols.stride + j * cols.dilation - cols.before;
-            let at = line + iw * c;
+            let at = start + iw * c;
             let values = &x[at..at + (P - 1) * step + c];
             let first = (outer * cols.window + j) * c * B;
             for ci in 0..c {
@@ -261,31 +326,6 @@ fn block<const B: usize, const P: usize, const FUSED: bool>(
     for (dst, sums) in out.chunks_exact_mut(B).zip(&acc) {
         dst.copy_from_slice(sums);
     }
-}
-
-/// One output pixel, its window clipped to the input's width.
-#[inline(always)]
-fn pixel<const B: usize, const FUSED: bool>(
-    rows: &Rows,
-    lines: &[(usize, usize)],
-    x: &[f32],
-    taps: &[[f32; LANES]],
-    ox: usize,
-    out: &mut [[f32; LANES]],
-) {
-    let (cols, c) = (rows.cols, rows.c);
-    let mut sums = [[0f32; LANES]; B];
-    for &(line, outer) in lines {
-        for j in cols.taps(ox, rows.w) {
-            let iw = ox * cols.stride + j * cols.dilation - cols.before;
-            let values = &x[line + iw * c..][..c];
-            let first = (outer * cols.window + j) * c * B;
-            for (ci, &v) in values.iter().enumerate() {
-                add::<B, FUSED>(&mut sums, v, &taps[first + ci * B..][..B]);
-            }
-        }
-    }
-    out.copy_from_slice(&sums);
 }
 
 /// `sums += v · chunks`, lane by lane.
