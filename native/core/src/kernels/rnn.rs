@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::engine::kernel::{fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::{RunContext, Value};
 use crate::kernels::nn::{product, Side};
-use crate::kernels::rnn_gates::lstm_row;
+use crate::kernels::rnn_gates::lstm_step;
 use crate::tensor::{Storage, Tensor};
 
 /// The fused op's name (internal: no TensorFlow op has it, and docs/ops.md leaves out names
@@ -159,18 +159,17 @@ fn fast(t: &[Arc<Tensor>]) -> Option<(Tensor, Tensor)> {
     let (xv, wv, hv, uv) = (x.values()?, w.values()?, h.values()?, u.values()?);
     let (bv, cv): (&[f32], &[f32]) = (b.values()?, c.values()?);
     let xw = matmul(x, w, xv, wv, [n, k, gates])?;
-    let mut hu = matmul(h, u, hv, uv, [n, j, gates])?;
+    let hu = matmul(h, u, hv, uv, [n, j, gates])?;
     let mut c_next = cv.to_vec();
     let mut h_next = vec![0f32; n * units];
     if units > 0 {
-        let rows = xw.chunks_exact(gates).zip(hu.chunks_exact_mut(gates)).zip(
-            c_next
-                .chunks_exact_mut(units)
-                .zip(h_next.chunks_exact_mut(units)),
-        );
-        for ((xr, zr), (c_row, h_row)) in rows {
-            lstm_row(xr, zr, bv, c_row, h_row);
-        }
+        lstm_step(
+            units,
+            [&xw, &hu, bv],
+            &mut c_next,
+            &mut h_next,
+            &mut Vec::new(),
+        )?;
     }
     Some((
         Tensor::from_vec(vec![n, units], h_next),
@@ -192,17 +191,30 @@ pub(crate) fn matmul(
         return out.values::<f32>().map(<[f32]>::to_vec);
     }
     let mut out = vec![0f32; m * n];
+    small_product(av, bv, k, n, &mut out);
+    Some(out)
+}
+
+/// `out = a · b` for `a` of rows `k` long and `b` `[k, n]` (`out` has `n`-long rows), by plain
+/// loops over `b`'s rows: the products of small recurrent cells, where a GEMM's packing costs
+/// more than the arithmetic. Compiled also for AVX-512 and AVX2 (chosen at run time), so each
+/// row of `b` is a few whole vectors.
+#[multiversion::multiversion(targets(
+    "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
+    "x86_64+avx2+fma"
+))]
+pub(crate) fn small_product(a: &[f32], b: &[f32], k: usize, n: usize, out: &mut [f32]) {
+    out.fill(0.0);
     if n == 0 {
-        return Some(out);
+        return;
     }
-    for (row, a_row) in out.chunks_exact_mut(n).zip(av.chunks_exact(k.max(1))) {
-        for (&x, b_row) in a_row.iter().zip(bv.chunks_exact(n)) {
+    for (row, a_row) in out.chunks_exact_mut(n).zip(a.chunks_exact(k.max(1))) {
+        for (&x, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
             for (o, &y) in row.iter_mut().zip(b_row) {
                 *o += x * y;
             }
         }
     }
-    Some(out)
 }
 
 #[cfg(test)]

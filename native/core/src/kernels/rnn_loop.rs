@@ -20,8 +20,8 @@ use crate::engine::attrs::Attrs;
 use crate::engine::kernel::{KResult, Kernel, NodeSpec, Registry};
 use crate::engine::value::TensorList;
 use crate::engine::{RunContext, Value};
-use crate::kernels::rnn::matmul;
-use crate::kernels::rnn_gates::{gru_row, lstm_row};
+use crate::kernels::rnn::{matmul, small_product};
+use crate::kernels::rnn_gates::{gru_step, lstm_step};
 use crate::protos::attr_value::{ListValue, Value as A};
 use crate::protos::AttrValue;
 use crate::tensor::Tensor;
@@ -466,27 +466,20 @@ fn recurrent_product(h: &[f32], u: &Tensor, n: usize, out: &mut [f32]) -> Option
         out.copy_from_slice(&p);
         return Some(());
     }
-    out.fill(0.0);
-    for (row, h_row) in out.chunks_exact_mut(cols).zip(h.chunks_exact(units.max(1))) {
-        for (&x, u_row) in h_row.iter().zip(uv.chunks_exact(cols)) {
-            for (o, &y) in row.iter_mut().zip(u_row) {
-                *o += x * y;
-            }
-        }
-    }
+    small_product(h, uv, units, cols, out);
     Some(())
 }
 
 /// The loop both cells share: checks the recurrent kernel (`[units, gates]`) and the bias
 /// (`bias_shape`), computes every step's input product at once, then for each step `h · U` and
-/// `cell(row, x·W row, h·U row, bias, hidden row)` over the batch rows (the `h·U` row is scratch
-/// the cell may overwrite), and keeps what the output list receives.
+/// `cell([x·W, h·U, bias], hidden, scratch)` over the whole batch, and keeps what the output
+/// list receives.
 fn for_each_step(
     run: &Run,
     hidden: &mut [f32],
     gates: usize,
     bias_shape: &[usize],
-    mut cell: impl FnMut(usize, &[f32], &mut [f32], &[f32], &mut [f32]) -> Option<()>,
+    mut cell: impl FnMut([&[f32]; 3], &mut [f32], &mut Vec<f32>) -> Option<()>,
 ) -> Option<Written> {
     let n = run.n;
     let [_, u, b] = &run.weights;
@@ -495,18 +488,12 @@ fn for_each_step(
     }
     let bias = b.values::<f32>()?;
     let xw = input_product(run, gates)?;
-    let mut hu = vec![0f32; n * gates];
+    let (mut hu, mut planar) = (vec![0f32; n * gates], Vec::new());
     let mut written = Written::new();
     for step in 0..run.steps {
         recurrent_product(hidden, u, n, &mut hu)?;
         let xw_step = xw.get(step * n * gates..(step + 1) * n * gates)?;
-        let rows = xw_step
-            .chunks_exact(gates)
-            .zip(hu.chunks_exact_mut(gates))
-            .zip(hidden.chunks_exact_mut(run.units));
-        for (row, ((xr, hr), h_row)) in rows.enumerate() {
-            cell(row, xr, hr, bias, h_row)?;
-        }
+        cell([xw_step, &hu, bias], hidden, &mut planar)?;
         keep(&mut written, step, run, hidden);
     }
     Some(written)
@@ -515,18 +502,15 @@ fn for_each_step(
 fn lstm(run: &Run, hidden: &mut [f32], state: &mut [f32]) -> Option<Written> {
     let units = run.units;
     let gates = 4 * units;
-    for_each_step(run, hidden, gates, &[gates], |row, xr, hr, bias, h_row| {
-        let c_row = state.get_mut(row * units..(row + 1) * units)?;
-        lstm_row(xr, hr, bias, c_row, h_row);
-        Some(())
+    for_each_step(run, hidden, gates, &[gates], |step, h, planar| {
+        lstm_step(units, step, state, h, planar)
     })
 }
 
 fn gru(run: &Run, hidden: &mut [f32]) -> Option<Written> {
     let gates = 3 * run.units;
-    for_each_step(run, hidden, gates, &[2, gates], |_, xr, hr, bias, h_row| {
-        gru_row(xr, hr, bias, h_row);
-        Some(())
+    for_each_step(run, hidden, gates, &[2, gates], |step, h, planar| {
+        gru_step(run.units, step, h, planar)
     })
 }
 
