@@ -4,8 +4,8 @@
 //! dispatched), more than the arithmetic of a small cell; and the input product `x_t · W` of
 //! every step does not depend on the recurrence. Here the inputs of all the steps go through
 //! one matrix product before the loop (as onnxruntime's LSTM and GRU ops do), and each step
-//! computes only `h · U` and the gates (rnn_gates: vectorized rows), in buffers allocated once
-//! per call.
+//! computes only `h · U` and the gates (rnn_gates: vectorized over the batch), in buffers
+//! allocated once per call.
 //!
 //! The node keeps the While's inputs, outputs and attrs (`cond`, `body`), plus `_rnn_loop`
 //! ([`LoopSpec`]): which loop variables are the time index, the input and output lists, the
