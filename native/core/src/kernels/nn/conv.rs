@@ -458,8 +458,12 @@ mod tests {
 
     #[test]
     fn direct_kernel_for_few_channels_matches_the_definition() {
-        let cases: [(&[usize], &[usize], Padding, usize); 6] = [
+        let cases: [(&[usize], &[usize], Padding, usize); 10] = [
             (&[2, 9, 11, 1], &[3, 3, 1, 8], Padding::Valid, 1),
+            (&[2, 13, 13, 8], &[3, 3, 8, 16], Padding::Same, 1),
+            (&[1, 9, 14, 5], &[3, 3, 5, 8], Padding::Same, 2),
+            (&[1, 8, 11, 6], &[2, 3, 6, 24], Padding::Valid, 1),
+            (&[1, 7, 10, 7], &[3, 3, 7, 32], Padding::Same, 1),
             (&[1, 6, 21, 1], &[3, 3, 1, 8], Padding::Same, 1),
             (&[1, 5, 40, 2], &[3, 5, 2, 8], Padding::Same, 2),
             (&[1, 12, 10, 3], &[3, 3, 3, 16], Padding::Same, 2),
@@ -480,7 +484,7 @@ mod tests {
                     .collect()
             };
             let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
-            // Eighths times eighths, summed over at most 30 taps: exact in float32.
+            // Eighths times eighths, summed over at most 72 taps: exact in float32.
             let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
             assert_eq!(got, want, "{xs:?} {fs:?}");
         }

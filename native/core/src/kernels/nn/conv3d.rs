@@ -565,7 +565,21 @@ mod tests {
 
     #[test]
     fn direct_kernel_in_float32_matches_the_definition() {
-        let cases: [Case; 6] = [
+        let cases: [Case; 8] = [
+            (
+                &[1, 4, 5, 6, 6],
+                &[2, 2, 3, 6, 12],
+                Padding::Same,
+                [1; 3],
+                [1; 3],
+            ),
+            (
+                &[1, 4, 4, 5, 7],
+                &[2, 2, 2, 7, 5],
+                Padding::Valid,
+                [1, 1, 2],
+                [1; 3],
+            ),
             (
                 &[2, 6, 6, 6, 2],
                 &[3, 3, 3, 2, 4],
@@ -624,7 +638,7 @@ mod tests {
             let s = spec(padding, strides, dilations);
             let want = reference(&s, &x, &f);
             let got = conv(&s, &single(&x), &single(&f)).unwrap();
-            // Eighths times eighths, summed over at most 54 taps: exact in float32.
+            // Eighths times eighths, summed over at most 72 taps: exact in float32.
             let got: Vec<f64> = got
                 .values::<f32>()
                 .unwrap()

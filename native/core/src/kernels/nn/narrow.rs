@@ -1,6 +1,6 @@
-//! Direct float32 convolution for layers with few input channels (at most 4) and few output
-//! channels (at most 32): the first layer of a small image model (one or three channels in, 8
-//! to 32 out), 2-D and 3-D. There im2col + GEMM spends more on building and packing the patch
+//! Direct float32 convolution for layers with few input channels (at most 8) and few output
+//! channels (at most 32): the first layers of a small image model (one or three channels in, 8
+//! to 32 out; then 8 in, 16 out), 2-D and 3-D. There im2col + GEMM spends more on building and packing the patch
 //! matrix, and on a product only a few columns wide, than on arithmetic (9 multiply-adds per
 //! output for a 3x3 window over one channel); here each output pixel's channels are summed in
 //! local accumulators (registers) over its taps and stored once, with the filter in L1.
@@ -11,8 +11,9 @@
 //! Output channels go in chunks of 8 lanes; a count that is not a multiple of 8 (3-D only) is
 //! computed with a filter padded by zeros and the padding dropped as each row is stored.
 //!
-//! With 8 or more input channels GEMM is faster (measured: keras_cnn's 8-to-16 3x3 layer took
-//! more CPU time here than through im2col + GEMM), so those stay there.
+//! With more than 8 input channels the layers stay on GEMM. keras_cnn's 8-to-16 3x3 layer (13x13
+//! at batch 32) takes 160 us on one thread here against 240 us through im2col + GEMM, whose
+//! patch matrix is 72 values a pixel copied in runs of 8.
 
 use std::borrow::Cow;
 
@@ -30,8 +31,8 @@ const LANES: usize = 8;
 /// The most chunks of output channels (32 channels): wider outputs keep a GEMM busy enough.
 const MAX_CHUNKS: usize = 4;
 
-/// The most input channels.
-const MAX_CHANNELS: usize = 4;
+/// The most input channels (each count is its own instance of the kernel).
+const MAX_CHANNELS: usize = 8;
 
 /// Whether the direct kernel serves a convolution with `c` input channels (one group) and `o`
 /// output channels.
@@ -168,6 +169,8 @@ struct Scratch {
     lines: Vec<f32>,
     /// The row with its channels padded to whole chunks of lanes.
     row: Vec<f32>,
+    /// The row's taps (see [`Line`]).
+    taps: Vec<(usize, usize)>,
 }
 
 /// One output row into `row` (`rows.o` channels a pixel), through `scratch.row` when the
@@ -181,15 +184,29 @@ fn store_row(
     scratch: &mut Scratch,
 ) {
     let (x, cols) = pad_lines(rows, lines, x, &mut scratch.lines);
-    let wide = rows.o.div_ceil(LANES) * LANES;
+    let (c, wide) = (rows.c, rows.o.div_ceil(LANES) * LANES);
+    let taps = &mut scratch.taps;
+    taps.clear();
+    for &(start, outer) in lines.iter() {
+        for j in 0..cols.window {
+            let at = start + j * cols.dilation * c;
+            taps.push((at, (outer * cols.window + j) * c * wide / LANES));
+        }
+    }
+    let line = Line {
+        out: cols.out,
+        step: cols.stride * c,
+        taps,
+        x,
+    };
     if wide == rows.o {
-        row_kernel(rows.o, cols, rows.c, lines, x, filter, row);
+        row_kernel(rows.o, c, &line, filter, row);
         return;
     }
     let padded = &mut scratch.row;
     padded.clear();
     padded.resize(rows.cols.out * wide, 0.0);
-    row_kernel(rows.o, cols, rows.c, lines, x, filter, padded);
+    row_kernel(rows.o, c, &line, filter, padded);
     for (dst, src) in row.chunks_exact_mut(rows.o).zip(padded.chunks_exact(wide)) {
         dst.copy_from_slice(&src[..rows.o]);
     }
@@ -231,95 +248,102 @@ fn pad_lines<'a>(
 }
 
 /// One output row of `o` (padded) channels, compiled for AVX-512, AVX2+FMA and the baseline
-/// (chosen at run time; with FMA the sums use fused multiply-adds).
+/// (chosen at run time; with FMA the sums use fused multiply-adds). The window's taps along
+/// the width are flattened with the row's lines into one list first, so that the inner loop
+/// does no index arithmetic beyond an offset per tap, and the input channels are a constant of
+/// each instance (nested loops over lines, columns and a run-time channel count spent more on
+/// addresses and spilled counters than on multiply-adds: keras_cnn's first layer, one channel
+/// in, took 204 us on one thread at batch 32, 124 us now).
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
-fn row_kernel(
-    o: usize,
-    cols: Axis,
-    c: usize,
-    lines: &[(usize, usize)],
-    x: &[f32],
-    filter: &[f32],
-    row: &mut [f32],
-) {
+fn row_kernel(o: usize, c: usize, line: &Line, filter: &[f32], row: &mut [f32]) {
     const FUSED: bool = multiversion::target::selected_target!().supports_feature_str("fma");
-    let line = Line { cols, c, lines, x };
+    macro_rules! by_channels {
+        ($b:literal, $p:literal) => {
+            match c {
+                1 => row_body::<$b, $p, 1, FUSED>(line, filter, row),
+                2 => row_body::<$b, $p, 2, FUSED>(line, filter, row),
+                3 => row_body::<$b, $p, 3, FUSED>(line, filter, row),
+                4 => row_body::<$b, $p, 4, FUSED>(line, filter, row),
+                5 => row_body::<$b, $p, 5, FUSED>(line, filter, row),
+                6 => row_body::<$b, $p, 6, FUSED>(line, filter, row),
+                7 => row_body::<$b, $p, 7, FUSED>(line, filter, row),
+                _ => row_body::<$b, $p, 8, FUSED>(line, filter, row),
+            }
+        };
+    }
     match o.div_ceil(LANES) {
-        1 => row_body::<1, 8, FUSED>(&line, filter, row),
-        2 => row_body::<2, 4, FUSED>(&line, filter, row),
-        3 => row_body::<3, 4, FUSED>(&line, filter, row),
-        _ => row_body::<4, 4, FUSED>(&line, filter, row),
+        1 => by_channels!(1, 8),
+        2 => by_channels!(2, 4),
+        3 => by_channels!(3, 4),
+        _ => by_channels!(4, 4),
     }
 }
 
-/// What one output row reads: its input lines (first elements in `x`, filter blocks), every
-/// window inside them, along the width axis `cols`, `c` channels a pixel.
+/// What one output row reads: `out` pixels, `step` values apart in the input, each the sum
+/// over `taps` (the input offset of pixel 0's value, the first filter chunk) of the taps'
+/// input channels times their filter chunks.
 struct Line<'a> {
-    cols: Axis,
-    c: usize,
-    lines: &'a [(usize, usize)],
+    out: usize,
+    step: usize,
+    taps: &'a [(usize, usize)],
     x: &'a [f32],
 }
 
-/// One output row with `B` chunks of output channels, `P` pixels at a time, then the last
-/// few in blocks of 4, 2 and 1 (one block of 6 was no faster than 4 and 2 on a Conv3D six
-/// pixels wide); the sums over every (line, kernel column, input channel) tap
-/// stay in registers. `P · B` independent chains of multiply-adds share each load of the
-/// filter and hide the FMA's latency: two FMA units of 4 cycles' latency need 8 in flight, so
-/// one chunk of channels takes 8 pixels at a time (keras_cnn's first layer, 8 channels out,
-/// ran at half the FMA rate with 4).
+/// One output row with `B` chunks of output channels and `C` input channels, `P` pixels at a
+/// time, then the last few in blocks of 4, 2 and 1 (one block of 6 was no faster than 4 and 2
+/// on a Conv3D six pixels wide); the sums over every tap stay in registers. `P · B`
+/// independent chains of multiply-adds share each load of the filter and hide the FMA's
+/// latency: two FMA units of 4 cycles' latency need 8 in flight, so one chunk of channels
+/// takes 8 pixels at a time (keras_cnn's first layer, 8 channels out, ran at half the FMA rate
+/// with 4).
 #[inline(always)]
-fn row_body<const B: usize, const P: usize, const FUSED: bool>(
+fn row_body<const B: usize, const P: usize, const C: usize, const FUSED: bool>(
     line: &Line,
     filter: &[f32],
     row: &mut [f32],
 ) {
     let taps = filter.as_chunks::<LANES>().0;
     let pixels = row.as_chunks_mut::<LANES>().0;
-    let out = line.cols.out;
+    let out = line.out;
     let mut ox = 0;
     while ox + P <= out {
-        block::<B, P, FUSED>(line, taps, ox, &mut pixels[ox * B..][..P * B]);
+        block::<B, P, C, FUSED>(line, taps, ox, &mut pixels[ox * B..][..P * B]);
         ox += P;
     }
     if P > 4 && ox + 4 <= out {
-        block::<B, 4, FUSED>(line, taps, ox, &mut pixels[ox * B..][..4 * B]);
+        block::<B, 4, C, FUSED>(line, taps, ox, &mut pixels[ox * B..][..4 * B]);
         ox += 4;
     }
     if ox + 2 <= out {
-        block::<B, 2, FUSED>(line, taps, ox, &mut pixels[ox * B..][..2 * B]);
+        block::<B, 2, C, FUSED>(line, taps, ox, &mut pixels[ox * B..][..2 * B]);
         ox += 2;
     }
     if ox < out {
-        block::<B, 1, FUSED>(line, taps, ox, &mut pixels[ox * B..][..B]);
+        block::<B, 1, C, FUSED>(line, taps, ox, &mut pixels[ox * B..][..B]);
     }
 }
 
 /// `P` adjacent output pixels from `ox` on.
 #[inline(always)]
-fn block<const B: usize, const P: usize, const FUSED: bool>(
+fn block<const B: usize, const P: usize, const C: usize, const FUSED: bool>(
     line: &Line,
-    taps: &[[f32; LANES]],
+    filter: &[[f32; LANES]],
     ox: usize,
     out: &mut [[f32; LANES]],
 ) {
-    let (cols, c, x) = (line.cols, line.c, line.x);
+    let step = line.step;
+    let base = ox * step;
     let mut acc = [[[0f32; LANES]; B]; P];
-    let step = cols.stride * c;
-    for &(start, outer) in line.lines {
-        for j in 0..cols.window {
-            let iw = ox * cols.stride + j * cols.dilation - cols.before;
-            let at = start + iw * c;
-            let values = &x[at..at + (P - 1) * step + c];
-            let first = (outer * cols.window + j) * c * B;
-            for ci in 0..c {
-                let chunks = &taps[first + ci * B..][..B];
-                for (p, sums) in acc.iter_mut().enumerate() {
-                    add::<B, FUSED>(sums, values[p * step + ci], chunks);
-                }
+    for &(at, first) in line.taps {
+        let values = &line.x[at + base..][..(P - 1) * step + C];
+        let chunks = &filter[first..][..C * B];
+        for ci in 0..C {
+            let chunks = &chunks[ci * B..][..B];
+            for (p, sums) in acc.iter_mut().enumerate() {
+                add::<B, FUSED>(sums, values[p * step + ci], chunks);
             }
         }
     }
