@@ -1,9 +1,10 @@
 //! Direct float32 convolution for layers with few input channels (at most 8) and few output
 //! channels (at most 32): the first layers of a small image model (one or three channels in, 8
-//! to 32 out; then 8 in, 16 out), 2-D and 3-D. There im2col + GEMM spends more on building and packing the patch
-//! matrix, and on a product only a few columns wide, than on arithmetic (9 multiply-adds per
-//! output for a 3x3 window over one channel); here each output pixel's channels are summed in
-//! local accumulators (registers) over its taps and stored once, with the filter in L1.
+//! to 32 out; then 8 in, 16 out), 2-D and 3-D. There im2col + GEMM spends more on building and
+//! packing the patch matrix, and on a product only a few columns wide, than on arithmetic (9
+//! multiply-adds per output for a 3x3 window over one channel); here each output pixel's
+//! channels are summed in local accumulators (registers) over its taps and stored once, with
+//! the filter in L1.
 //!
 //! The kernel sees a convolution along its innermost spatial axis (the width): an output row is
 //! a run of pixels along it, and the outer axes (kernel rows, and depths in 3-D) give each row a
