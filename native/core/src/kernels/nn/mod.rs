@@ -31,6 +31,7 @@ pub(crate) mod output;
 mod pool;
 mod pool3d;
 mod pool_row;
+mod prefetch;
 mod volume;
 mod window;
 
