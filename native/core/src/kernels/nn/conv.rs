@@ -11,7 +11,7 @@ use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, Nod
 use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{f32_values, run_num, Num, NumOp};
-use crate::kernels::nn::output::{zeroed_chunks, Split};
+use crate::kernels::nn::output::{written_chunks, zeroed_chunks, Split};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
 use crate::kernels::nn::{depthwise, narrow};
 use crate::kernels::util::make;
@@ -275,10 +275,20 @@ fn tiled_product<T: Num>(
         share: count.div_ceil(tile_len).div_ceil(threads) * tile_len,
         parallel,
     };
-    zeroed_chunks(split, Vec::new, |buffer, first, chunk| {
-        tile_product(g, x, filter, first / g.o, chunk, buffer, !parallel)?;
-        epilogue(first, chunk);
-        Ok(())
+    if g.groups > 1 {
+        return zeroed_chunks(split, Vec::new, |buffer, first, chunk| {
+            tile_product(g, x, filter, first / g.o, chunk, buffer, !parallel)?;
+            epilogue(first, chunk);
+            Ok(())
+        });
+    }
+    // One product fills each tile: it writes the tile without zeroing it first.
+    written_chunks(split, Vec::new, |buffer: &mut Vec<T>, first, chunk| {
+        let rows = chunk.len() / g.o;
+        let (source, product) = group_product(g, x, 0, first / g.o, rows, buffer);
+        let out = T::product_into(&product, source, filter, chunk, !parallel)?;
+        epilogue(first, out);
+        Ok(out)
     })
 }
 
@@ -293,43 +303,47 @@ fn tile_product<T: Num>(
     parallel: bool,
 ) -> KResult<()> {
     let rows = out.len() / g.o;
-    let depth = g.depth();
-    let go = g.o / g.groups;
-    let pointwise = is_pointwise(g);
     for group in 0..g.groups {
-        let b = Layout::rows(group * go, g.o);
-        let dst = Layout::rows(group * go, g.o);
-        if pointwise {
-            // Each output pixel's patch is its input pixel's channels: read them in place.
-            let a = Layout {
-                offset: first * g.c + group * g.gi,
-                rs: g.c,
-                cs: 1,
-            };
-            let product = Product {
-                m: rows,
-                n: go,
-                k: depth,
-                a,
-                b,
-                dst,
-            };
-            T::product(&product, x, filter, out, parallel)?;
-            continue;
-        }
-        im2col(g, x, group, first, rows, buffer);
-        let a = Layout::rows(0, depth);
-        let product = Product {
-            m: rows,
-            n: go,
-            k: depth,
-            a,
-            b,
-            dst,
-        };
-        T::product(&product, buffer, filter, out, parallel)?;
+        let (source, product) = group_product(g, x, group, first, rows, buffer);
+        T::product(&product, source, filter, out, parallel)?;
     }
     Ok(())
+}
+
+/// The product giving `group`'s output channels of `rows` pixels from `first` (row-major,
+/// `g.o` a pixel), and the matrix its left side reads: the input itself for a pointwise
+/// convolution (each pixel's patch is its channels, read in place), else the patch matrix
+/// built in `buffer`.
+fn group_product<'a, T: Num>(
+    g: &Geometry,
+    x: &'a [T],
+    group: usize,
+    first: usize,
+    rows: usize,
+    buffer: &'a mut Vec<T>,
+) -> (&'a [T], Product) {
+    let depth = g.depth();
+    let go = g.o / g.groups;
+    let (source, a) = if is_pointwise(g) {
+        let a = Layout {
+            offset: first * g.c + group * g.gi,
+            rs: g.c,
+            cs: 1,
+        };
+        (x, a)
+    } else {
+        im2col(g, x, group, first, rows, buffer);
+        (&buffer[..], Layout::rows(0, depth))
+    };
+    let product = Product {
+        m: rows,
+        n: go,
+        k: depth,
+        a,
+        b: Layout::rows(group * go, g.o),
+        dst: Layout::rows(group * go, g.o),
+    };
+    (source, product)
 }
 
 /// The patch matrix of pixels `first..first + rows` for `group`'s channels: a row per pixel,

@@ -4,10 +4,13 @@
 //! one module with `unsafe`: the crate takes raw pointers, so every call first checks that
 //! each element the product reads or writes lies inside its slice.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use crate::engine::kernel::{fail, KResult};
 use crate::kernels::nn::num::Num;
+use crate::kernels::nn::output::zeroed;
 
 /// Where a matrix's element (i, j) lives in a flat buffer: `offset + i * rs + j * cs`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -143,7 +146,56 @@ pub fn fast<T: Fast>(p: &Product, a: &[T], b: &[T], dst: &mut [T], parallel: boo
         }
         return Ok(());
     }
-    let (a, b, d) = (&a[p.a.offset..], &b[p.b.offset..], &mut dst[p.dst.offset..]);
+    let d = &mut dst[p.dst.offset..];
+    // SAFETY: `check` proved that every (i, q) of a, (q, j) of b and (i, j) of dst, offset
+    // and strided as given, indexes inside the slices, and that distinct (i, j) write
+    // distinct elements of dst; dst's offset is applied here, and it is borrowed mutably for
+    // the call, so nothing else reads or writes it meanwhile.
+    unsafe { call(p, a, b, d.as_mut_ptr(), parallel) }
+}
+
+/// [`fast`] into uninitialized memory: `dst` is exactly the product's `m × n` result, row-major
+/// from its first element (`p.dst` must say so), and is returned as initialized values once
+/// the gemm crate has written every element.
+pub fn fast_into<'d, T: Fast>(
+    p: &Product,
+    a: &[T],
+    b: &[T],
+    dst: &'d mut [MaybeUninit<T>],
+    parallel: bool,
+) -> KResult<&'d mut [T]> {
+    let whole = p.dst.offset == 0 && p.dst.rs == p.n && p.dst.cs == 1;
+    if !whole || p.m.checked_mul(p.n) != Some(dst.len()) {
+        return Err(fail(format!(
+            "internal: matrix product {p:?} does not fill its {} outputs",
+            dst.len()
+        )));
+    }
+    if p.k == 0 || dst.is_empty() {
+        let dst = zeroed(dst);
+        fast(p, a, b, dst, parallel)?;
+        return Ok(dst);
+    }
+    p.check(a.len(), b.len(), dst.len())?;
+    // SAFETY: as in `fast` (`MaybeUninit<T>` has `T`'s layout, and the crate only writes
+    // dst). Row-major `m × n` from offset 0 with `m · n == dst.len()`, every element of dst is
+    // one (i, j) of the product, and with k > 0 the crate writes each (i, j), so after the
+    // call all of dst is initialized, which is what viewing it as `[T]` needs.
+    unsafe {
+        call(p, a, b, dst.as_mut_ptr().cast::<T>(), parallel)?;
+        Ok(&mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(dst) as *mut [T]))
+    }
+}
+
+/// The gemm crate's `dst = a × b` (a and b read from their layouts' offsets, dst already at
+/// its offset), on rayon's threads when `parallel`.
+///
+/// # Safety
+/// `p` must have passed [`Product::check`] against `a`, `b` and the buffer `dst` points into,
+/// and nothing else may use that buffer during the call. T is f32 or f64, which the crate
+/// supports; with read_dst false it never reads dst.
+unsafe fn call<T: Fast>(p: &Product, a: &[T], b: &[T], dst: *mut T, parallel: bool) -> KResult<()> {
+    let (a, b) = (&a[p.a.offset..], &b[p.b.offset..]);
     let parallelism = if parallel {
         gemm::Parallelism::Rayon(0)
     } else {
@@ -152,17 +204,14 @@ pub fn fast<T: Fast>(p: &Product, a: &[T], b: &[T], dst: &mut [T], parallel: boo
     let (drs, dcs) = (stride(p.dst.rs)?, stride(p.dst.cs)?);
     let (ars, acs) = (stride(p.a.rs)?, stride(p.a.cs)?);
     let (brs, bcs) = (stride(p.b.rs)?, stride(p.b.cs)?);
-    // SAFETY: `check` proved that every (i, q) of a, (q, j) of b and (i, j) of dst, offset
-    // and strided as given, indexes inside the slices (sliced at their offsets here), and that
-    // distinct (i, j) write distinct elements of dst; the slices are borrowed for the call, so
-    // nothing else reads or writes them meanwhile. T is f32 or f64, which gemm supports; with
-    // read_dst false it never reads dst.
+    // SAFETY: the caller's contract (above) is what the crate needs: every index it forms
+    // lies inside the buffers, and dst is its alone for the call.
     unsafe {
         gemm::gemm(
             p.m,
             p.n,
             p.k,
-            d.as_mut_ptr(),
+            dst,
             dcs,
             drs,
             false,
@@ -254,6 +303,38 @@ mod tests {
             b: Layout::rows(0, n),
             dst: Layout::rows(0, n),
         }
+    }
+
+    #[test]
+    fn fast_into_fills_uninitialized_memory_as_fast_does() {
+        let a: Vec<f32> = (0..12).map(|x| x as f32 * 0.25 - 1.0).collect();
+        let b: Vec<f32> = (0..20).map(|x| x as f32 * 0.5 - 3.0).collect();
+        let p = product(3, 5, 4);
+        let mut want = vec![0.0; 15];
+        fast(&p, &a, &b, &mut want, false).unwrap();
+        let mut dst = vec![MaybeUninit::<f32>::uninit(); 15];
+        assert_eq!(fast_into(&p, &a, &b, &mut dst, false).unwrap(), &want[..]);
+        // An empty inner dimension gives zeros.
+        let mut dst = vec![MaybeUninit::<f32>::uninit(); 15];
+        assert_eq!(
+            fast_into(&product(3, 5, 0), &a, &b, &mut dst, false).unwrap(),
+            &[0.0; 15]
+        );
+    }
+
+    #[test]
+    fn fast_into_refuses_a_product_that_does_not_fill_its_output() {
+        let (a, b) = (vec![1f32; 12], vec![1f32; 20]);
+        let mut dst = vec![MaybeUninit::<f32>::uninit(); 16];
+        let short = fast_into(&product(3, 5, 4), &a, &b, &mut dst, false);
+        assert!(short.unwrap_err().to_string().contains("does not fill"));
+        let strided = Product {
+            dst: Layout::rows(0, 6),
+            ..product(3, 5, 4)
+        };
+        let mut dst = vec![MaybeUninit::<f32>::uninit(); 15];
+        let strided = fast_into(&strided, &a, &b, &mut dst, false);
+        assert!(strided.unwrap_err().to_string().contains("does not fill"));
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! generic over them. float16 and bfloat16 inputs are widened to f32, computed, and rounded
 //! back once at the end, as TensorFlow's CPU kernels accumulate half types in f32.
 
+use std::mem::MaybeUninit;
+
 use crate::dtype::DType;
 use crate::engine::kernel::{fail, KResult};
 use crate::kernels::nn::gemm::{self, Product};
+use crate::kernels::nn::output::zeroed;
 use crate::kernels::util::{f32_to_half, half_to_f32};
 use crate::tensor::{Storage, Tensor};
 
@@ -29,6 +32,19 @@ pub trait Num: Copy + Send + Sync + Default + 'static {
     ) -> KResult<()> {
         let _ = parallel;
         gemm::fallback(p, a, b, dst)
+    }
+    /// [`Num::product`] into uninitialized memory that is exactly its row-major result,
+    /// returned initialized; f32 and f64 write it directly (no zeroing first).
+    fn product_into<'d>(
+        p: &Product,
+        a: &[Self],
+        b: &[Self],
+        dst: &'d mut [MaybeUninit<Self>],
+        parallel: bool,
+    ) -> KResult<&'d mut [Self]> {
+        let dst = zeroed(dst);
+        Self::product(p, a, b, dst, parallel)?;
+        Ok(dst)
     }
     /// These values as f32 when `Self` is f32 (None otherwise): how a generic kernel takes a
     /// hand-tuned f32 path without unsafe casts.
@@ -74,6 +90,15 @@ macro_rules! float {
                 parallel: bool,
             ) -> KResult<()> {
                 gemm::fast(p, a, b, dst, parallel)
+            }
+            fn product_into<'d>(
+                p: &Product,
+                a: &[Self],
+                b: &[Self],
+                dst: &'d mut [MaybeUninit<Self>],
+                parallel: bool,
+            ) -> KResult<&'d mut [Self]> {
+                gemm::fast_into(p, a, b, dst, parallel)
             }
         }
         impl Real for $t {
