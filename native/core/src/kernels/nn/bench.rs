@@ -55,6 +55,35 @@ fn time(label: &str, flops: f64, mut f: impl FnMut()) {
 
 #[test]
 #[ignore = "timing only"]
+fn bench_one_conv() {
+    let env = |k: &str, d: usize| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let (n, hw, c, o) = (
+        env("B_N", 1),
+        env("B_HW", 56),
+        env("B_C", 64),
+        env("B_O", 64),
+    );
+    let (x, f) = (tensor(&[n, hw, hw, c]), tensor(&[3, 3, c, o]));
+    let s = spec(1);
+    let flops = 2.0 * (n * hw * hw * o * 9 * c) as f64;
+    time(
+        &format!("conv {n}x{hw}x{hw}x{c} -> {o} 3x3"),
+        flops * 20.0,
+        || {
+            for _ in 0..20 {
+                conv::conv(&s, &x, &f).unwrap();
+            }
+        },
+    );
+}
+
+#[test]
+#[ignore = "timing only"]
 fn bench_nn_kernels() {
     let convs: [(&[usize], &[usize], usize); 11] = [
         (&[32, 28, 28, 1], &[3, 3, 1, 8], 1),

@@ -3,8 +3,9 @@
 //! into a patch matrix (bounded size, one buffer per worker) and multiplies it by the filter,
 //! tiles spread over rayon's threads when the work is large. Grouped convolutions (input
 //! channels a multiple of the filter's) multiply each group's channels by its filter columns;
-//! one input channel per group is the depthwise kernel's work, and a float32 layer with few
-//! input and output channels the direct kernel's (narrow.rs). NCHW is transposed in and out.
+//! one input channel per group is the depthwise kernel's work, a float32 layer with few
+//! input and output channels the direct kernel's (narrow.rs), and a float32 3x3 layer at
+//! stride 1 Winograd's (winograd.rs). NCHW is transposed in and out.
 
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
@@ -13,7 +14,7 @@ use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{f32_values, run_num, Num, NumOp};
 use crate::kernels::nn::output::{written_chunks, zeroed_chunks, Split};
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
-use crate::kernels::nn::{depthwise, narrow};
+use crate::kernels::nn::{depthwise, narrow, winograd};
 use crate::kernels::util::make;
 use crate::tensor::{element_count, Tensor};
 
@@ -204,6 +205,11 @@ pub fn convolve<T: Num>(
     }
     if narrow::applies(g) {
         if let Some(out) = narrow::convolve(g, x, filter, epilogue) {
+            return out;
+        }
+    }
+    if winograd::applies(g) {
+        if let Some(out) = winograd::convolve(g, x, filter, epilogue) {
             return out;
         }
     }
@@ -512,6 +518,39 @@ mod tests {
             };
             let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
             // Eighths times eighths, summed over at most 72 taps: exact in float32.
+            let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
+            assert_eq!(got, want, "{xs:?} {fs:?}");
+        }
+    }
+
+    #[test]
+    fn winograd_matches_the_definition() {
+        // Channels in multiples of 16 (the AVX-512 transforms where the CPU has them) and not
+        // (the portable ones); odd sizes (a last tile row or column half outside the output);
+        // several images; one thread and several.
+        let cases: [(&[usize], &[usize], Padding); 5] = [
+            (&[2, 9, 11, 32], &[3, 3, 32, 48], Padding::Same),
+            (&[1, 16, 14, 24], &[3, 3, 24, 40], Padding::Valid),
+            (&[3, 7, 7, 16], &[3, 3, 16, 16], Padding::Same),
+            (&[1, 12, 12, 256], &[3, 3, 256, 32], Padding::Same),
+            (&[2, 13, 10, 16], &[3, 3, 16, 24], Padding::Valid),
+        ];
+        for (xs, fs, padding) in cases {
+            let (x, f) = (tensor(xs, 1), tensor(fs, 2));
+            let spec = spec(padding, 1);
+            let want = reference(&spec, &x, &f);
+            let g = geometry(&spec, &x, &f).unwrap();
+            assert!(winograd::applies(&g), "{xs:?} {fs:?}");
+            let single = |t: &Tensor| -> Vec<f32> {
+                t.values::<f64>()
+                    .unwrap()
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect()
+            };
+            let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
+            // Eighths, their transforms (halves of sums) and products stay exact in float32
+            // at these sizes, so the result is the definition's exactly.
             let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
             assert_eq!(got, want, "{xs:?} {fs:?}");
         }

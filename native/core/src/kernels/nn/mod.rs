@@ -34,6 +34,7 @@ mod pool_row;
 mod prefetch;
 mod volume;
 mod window;
+mod winograd;
 
 pub fn register(r: &mut Registry) {
     r.add("Conv2D", conv::conv2d);
