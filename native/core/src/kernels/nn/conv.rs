@@ -509,13 +509,6 @@ mod tests {
             let want = reference(&spec, &x, &f);
             let g = geometry(&spec, &x, &f).unwrap();
             assert!(narrow::applies(&g), "{xs:?} {fs:?}");
-            let single = |t: &Tensor| -> Vec<f32> {
-                t.values::<f64>()
-                    .unwrap()
-                    .iter()
-                    .map(|&v| v as f32)
-                    .collect()
-            };
             let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
             // Eighths times eighths, summed over at most 72 taps: exact in float32.
             let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
@@ -523,17 +516,28 @@ mod tests {
         }
     }
 
+    /// `t`'s values as float32.
+    fn single(t: &Tensor) -> Vec<f32> {
+        t.values::<f64>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as f32)
+            .collect()
+    }
+
     #[test]
     fn winograd_matches_the_definition() {
-        // Channels in multiples of 16 (the AVX-512 transforms where the CPU has them) and not
-        // (the portable ones); odd sizes (a last tile row or column half outside the output);
-        // several images; one thread and several.
-        let cases: [(&[usize], &[usize], Padding); 5] = [
+        // Channels in multiples of 16 (the AVX-512 transforms where the CPU has them), of 8
+        // (the AVX ones) and neither (the portable ones); output channels in one block and in
+        // two (256 x 80: products for 64 output channels, then 16); odd sizes (a last tile row
+        // or column half outside the output); several images; one thread and several.
+        let cases: [(&[usize], &[usize], Padding); 6] = [
             (&[2, 9, 11, 32], &[3, 3, 32, 48], Padding::Same),
             (&[1, 16, 14, 24], &[3, 3, 24, 40], Padding::Valid),
             (&[3, 7, 7, 16], &[3, 3, 16, 16], Padding::Same),
-            (&[1, 12, 12, 256], &[3, 3, 256, 32], Padding::Same),
+            (&[1, 12, 12, 256], &[3, 3, 256, 80], Padding::Same),
             (&[2, 13, 10, 16], &[3, 3, 16, 24], Padding::Valid),
+            (&[1, 11, 12, 20], &[3, 3, 20, 36], Padding::Same),
         ];
         for (xs, fs, padding) in cases {
             let (x, f) = (tensor(xs, 1), tensor(fs, 2));
@@ -541,13 +545,6 @@ mod tests {
             let want = reference(&spec, &x, &f);
             let g = geometry(&spec, &x, &f).unwrap();
             assert!(winograd::applies(&g), "{xs:?} {fs:?}");
-            let single = |t: &Tensor| -> Vec<f32> {
-                t.values::<f64>()
-                    .unwrap()
-                    .iter()
-                    .map(|&v| v as f32)
-                    .collect()
-            };
             let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
             // Eighths, their transforms (halves of sums) and products stay exact in float32
             // at these sizes, so the result is the definition's exactly.

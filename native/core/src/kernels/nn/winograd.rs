@@ -9,31 +9,48 @@
 //! channel pair; the rounding error stays within a few times the direct sum's (every
 //! transform's coefficients are 0, ±1 and ½).
 //!
-//! The output is cut into one share of output rows per thread, and each share into pieces of
-//! a few pairs of rows. A piece tiles its own rows in pairs within each image (a last odd row
-//! makes a tile whose second row is computed and dropped), transforms its tiles' inputs once
-//! into a scratch buffer that stays in the second-level cache, and then, a block of output
-//! channels at a time, transforms that block of the filter (in cache, so the transformed
-//! filter never goes to memory), runs the 16 products and writes the block's outputs. The
-//! transforms are AVX-512 code (avx512.rs) where the CPU has it and the channels come in 16s.
+//! The filter is transformed once a call, its input channels shared between the threads
+//! (transforming it again for every piece of the output took 39% of a 14x14 256-channel layer
+//! on an AVX2 machine). The output is cut into one share of output rows per thread, and each
+//! share into pieces of a few pairs of rows. A piece tiles its own rows in pairs within each
+//! image (a last odd row makes a tile whose second row is computed and dropped), transforms
+//! its tiles' inputs once into a scratch buffer that stays in the second-level cache, and
+//! then, a block of output channels at a time, runs the 16 products and writes the block's
+//! outputs. The transforms are AVX-512 or AVX code (simd.rs) where the CPU has it and the
+//! channels come in 16s or 8s.
 //!
 //! Measured (`cargo test --release -p savedmodel-core --lib bench_one_conv -- --ignored
-//! --nocapture`, B_N/B_HW/B_C/B_O setting the shape; 20 calls) against im2col + GEMM before:
+//! --nocapture`, B_N/B_HW/B_C/B_O setting the shape; 20 calls, wall; im2col through a
+//! temporary switch since removed) on an AVX-512 machine (Zen 4), im2col + GEMM -> this:
 //! 56x56 64->64 24.7 -> 14.0 ms, 28x28 128->128 24.1 -> 15.5, 14x14 256->256 23.1 -> 20.1,
-//! DenseNet's 56x56 128->32 28.0 -> 19.5, 8 images of 56x56 64->64 193 -> 120. With 512
-//! input channels a piece held too few tiles to repay its filter transform (twice as slow as
-//! im2col), hence [`MAX_CHANNELS`].
+//! DenseNet's 56x56 128->32 28.0 -> 19.5, 8 images of 56x56 64->64 193 -> 120; on an AVX2
+//! machine (Zen 3, noisier), with the AVX transforms and the filter transformed once:
+//! 41.5 -> 18.5-25, 39.0 -> 22-24, 36.0 -> 27-34, 35.0 -> 20-27. With 512 input channels a
+//! piece held too few tiles to repay its filter transform (twice as slow as im2col, when the
+//! filter was transformed per piece), hence [`MAX_CHANNELS`].
 
 use crate::engine::kernel::KResult;
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::{fast, Layout, Product, PARALLEL_WORK};
-use crate::kernels::nn::num::Num;
+use crate::kernels::nn::num::{zeros, Num};
 use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
+use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
-mod avx512;
+mod simd;
+
+/// The transforms a call runs: on x86-64 vector code where the CPU and the channel count allow
+/// (simd.rs falls back to the portable versions itself), elsewhere the portable versions.
+#[cfg(target_arch = "x86_64")]
+use simd as transforms;
+#[cfg(not(target_arch = "x86_64"))]
+mod transforms {
+    pub(super) use super::{
+        transform_filter as filter, transform_inputs as inputs, transform_outputs as outputs,
+    };
+}
 
 /// Positions in a 4x4 input tile, and products per channel pair.
 const POINTS: usize = 16;
@@ -61,7 +78,8 @@ const TILE_VALUES: usize = 1 << 16;
 const MIN_CHUNK_TILES: usize = 16;
 const MAX_CHUNK_TILES: usize = 256;
 
-/// Transformed filter values per block of output channels.
+/// Transformed filter values a block of output channels reads: the products run a block of
+/// output channels at a time.
 const FILTER_VALUES: usize = 1 << 18;
 
 /// Whether this kernel serves the convolution `g` (float32 is checked when it runs).
@@ -109,6 +127,10 @@ pub fn convolve<T: Num>(
     };
     let target = (TILE_VALUES / (POINTS * g.c)).clamp(MIN_CHUNK_TILES, MAX_CHUNK_TILES);
     let pairs = (target / g.cols.out.div_ceil(2)).max(1);
+    let filter = match Filter::new(g, filter, parallel) {
+        Ok(filter) => filter,
+        Err(err) => return Some(Err(err)),
+    };
     Some(zeroed_chunks(
         split,
         Scratch::default,
@@ -117,7 +139,7 @@ pub fn convolve<T: Num>(
             for range in pieces(lines, pairs) {
                 let part = &mut share[range.start * row_len..range.end * row_len];
                 if let Some(out) = T::as_f32_mut(part) {
-                    run_chunk(g, x, filter, row + range.start, out, scratch)?;
+                    run_chunk(g, x, &filter, row + range.start, out, scratch)?;
                 }
                 epilogue(first + range.start * row_len, part);
             }
@@ -138,6 +160,56 @@ fn pieces(lines: usize, pairs: usize) -> impl Iterator<Item = std::ops::Range<us
     })
 }
 
+/// The filter transformed (G g Gᵀ) once for the call, by all threads, and read by every
+/// piece: position, input channel, output channel.
+struct Filter {
+    values: Vec<f32>,
+    /// The distance between positions (see [`spaced`]).
+    stride: usize,
+}
+
+impl Filter {
+    fn new(g: &Geometry, taps: &[f32], parallel: bool) -> KResult<Self> {
+        let (len, stride) = (g.c * g.o, spaced(g.c * g.o));
+        let mut values = zeros(POINTS * stride)?;
+        let tasks = if parallel {
+            rayon::current_num_threads().max(1)
+        } else {
+            1
+        };
+        // Each task's input channels in each of the 16 positions' matrices.
+        let channels = g.c.div_ceil(tasks);
+        let mut parts: Vec<Vec<&mut [f32]>> = Vec::new();
+        for plane in values.chunks_mut(stride) {
+            for (k, piece) in plane[..len].chunks_mut(channels * g.o).enumerate() {
+                if k == parts.len() {
+                    parts.push(Vec::with_capacity(POINTS));
+                }
+                parts[k].push(piece);
+            }
+        }
+        let shape = (g.c, g.o);
+        parts
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(k, planes)| transforms::filter(taps, shape, k * channels, planes));
+        Ok(Self { values, stride })
+    }
+
+    /// Position `p`'s matrix (input channels × output channels) from output channel `start`.
+    fn layout(&self, g: &Geometry, p: usize, start: usize) -> Layout {
+        Layout::rows(p * self.stride + start, g.o)
+    }
+}
+
+/// The distance between positions in a buffer of 16 matrices of `len` values each: `len`
+/// rounded up to 4 KB and one cache line more. The transforms read or write the 16 positions
+/// of a tile together; 16 streams a multiple of 2 KB apart fall in one or two sets of the
+/// first-level cache and evict each other.
+fn spaced(len: usize) -> usize {
+    len.next_multiple_of(1024) + 16
+}
+
 /// A 2x2 block of outputs: its image, first output row and column, and how many of its two
 /// rows lie in the chunk (the second row of a tile at a chunk's or image's end may not).
 #[derive(Clone, Copy)]
@@ -156,8 +228,6 @@ struct Scratch {
     tiles: Vec<Tile>,
     /// Transformed inputs: tile, position, input channel (see [`Stack`]).
     inputs: Vec<f32>,
-    /// A block of the transformed filter: position, input channel, output channel.
-    filter: Vec<f32>,
     /// The products: tile, position, output channel (see [`Stack`]).
     products: Vec<f32>,
 }
@@ -166,7 +236,7 @@ struct Scratch {
 fn run_chunk(
     g: &Geometry,
     x: &[f32],
-    filter: &[f32],
+    filter: &Filter,
     row: usize,
     out: &mut [f32],
     s: &mut Scratch,
@@ -177,29 +247,14 @@ fn run_chunk(
     let count = s.tiles.len();
     let inputs = Stack::new(g.c);
     s.inputs.resize(inputs.len(count), 0.0);
-    #[cfg(target_arch = "x86_64")]
-    let done = avx512::transform_inputs(g, x, &s.tiles, &mut s.inputs, inputs);
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = false;
-    if !done {
-        transform_inputs(g, x, &s.tiles, &mut s.inputs, inputs);
-    }
+    transforms::inputs(g, x, &s.tiles, &mut s.inputs, inputs);
     let block = (FILTER_VALUES / (POINTS * g.c))
         .max(LANES)
         .next_multiple_of(LANES)
         .min(g.o);
     for start in (0..g.o).step_by(block) {
         let width = block.min(g.o - start);
-        let (filters, products) = (spaced(g.c * width), Stack::new(width));
-        s.filter.resize(POINTS * filters, 0.0);
-        let (shape, block) = ((g.c, g.o), (start, width));
-        #[cfg(target_arch = "x86_64")]
-        let done = avx512::transform_filter(filter, shape, block, &mut s.filter, filters);
-        #[cfg(not(target_arch = "x86_64"))]
-        let done = false;
-        if !done {
-            transform_filter(filter, shape, block, &mut s.filter, filters);
-        }
+        let products = Stack::new(width);
         s.products.resize(products.len(count), 0.0);
         for point in 0..POINTS {
             let product = Product {
@@ -207,19 +262,13 @@ fn run_chunk(
                 n: width,
                 k: g.c,
                 a: inputs.layout(point),
-                b: Layout::rows(point * filters, width),
+                b: filter.layout(g, point, start),
                 dst: products.layout(point),
             };
-            fast(&product, &s.inputs, &s.filter, &mut s.products, false)?;
+            fast(&product, &s.inputs, &filter.values, &mut s.products, false)?;
         }
         let (layout, place) = ((products, width), (ow, g.o, start));
-        #[cfg(target_arch = "x86_64")]
-        let done = avx512::transform_outputs(&s.products, layout, &s.tiles, place, out);
-        #[cfg(not(target_arch = "x86_64"))]
-        let done = false;
-        if !done {
-            transform_outputs(&s.products, layout, &s.tiles, place, out);
-        }
+        transforms::outputs(&s.products, layout, &s.tiles, place, out);
     }
     Ok(())
 }
@@ -260,14 +309,6 @@ impl Stack {
     }
 }
 
-/// The distance between positions in a buffer of 16 matrices of `len` values each: `len`
-/// rounded up to 4 KB and one cache line more. The transforms read or write the 16 positions
-/// of a tile together; 16 streams a multiple of 2 KB apart fall in one or two sets of the
-/// first-level cache and evict each other.
-fn spaced(len: usize) -> usize {
-    len.next_multiple_of(1024) + 16
-}
-
 /// The tiles of output rows `row..row + lines` (counted over the batch, `oh` an image): rows
 /// in pairs from the first in each image, `ow.div_ceil(2)` tiles a pair.
 fn tiles(oh: usize, ow: usize, row: usize, lines: usize, tiles: &mut Vec<Tile>) {
@@ -293,8 +334,8 @@ fn tiles(oh: usize, ow: usize, row: usize, lines: usize, tiles: &mut Vec<Tile>) 
 }
 
 /// Every tile's 4x4 input block (zeros outside the input), transformed (Bᵀ d B) into
-/// `inputs` laid out by `stack`: the portable version of avx512.rs's (same sums, same order),
-/// for CPUs without AVX-512 and channel counts that are not multiples of 16.
+/// `inputs` laid out by `stack`: the portable version of simd.rs's (same sums, same order),
+/// for CPUs without AVX and channel counts that are not multiples of 8.
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
@@ -410,8 +451,9 @@ fn input_along([a, b, c, d]: [f32; 4]) -> [f32; 4] {
     [a - c, b + c, c - b, b - d]
 }
 
-/// Output channels `start..start + width` of the HWIO 3x3 `filter` (`c` in, `o` out)
-/// transformed (G g Gᵀ) into `out[point][channel in][channel out]`.
+/// Input channels `first..` of the HWIO 3x3 `filter` (`c` in, `o` out) transformed (G g Gᵀ)
+/// into `planes`, one a position: `planes[p][i · o + j]` for input channel `first + i` and
+/// output channel `j`, as many input channels as the planes hold.
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
@@ -419,20 +461,21 @@ fn input_along([a, b, c, d]: [f32; 4]) -> [f32; 4] {
 fn transform_filter(
     filter: &[f32],
     (c, o): (usize, usize),
-    (start, width): (usize, usize),
-    out: &mut [f32],
-    stride: usize,
+    first: usize,
+    planes: &mut [&mut [f32]],
 ) {
-    for ci in 0..c {
-        for first in (0..width).step_by(LANES) {
-            let lanes = LANES.min(width - first);
+    let count = planes.first().map_or(0, |plane| plane.len() / o);
+    for i in 0..count {
+        let ci = first + i;
+        for start in (0..o).step_by(LANES) {
+            let lanes = LANES.min(o - start);
             let mut g = [[0f32; LANES]; 9];
             for (tap, block) in g.iter_mut().enumerate() {
-                *block = load(filter, (tap * c + ci) * o + start + first, lanes);
+                *block = load(filter, (tap * c + ci) * o + start, lanes);
             }
             let u = filter_points(&g);
-            for (p, values) in u.iter().enumerate() {
-                store(values, out, p * stride + ci * width + first, lanes);
+            for (block, plane) in u.iter().zip(planes.iter_mut()) {
+                store(block, plane, i * o + start, lanes);
             }
         }
     }
