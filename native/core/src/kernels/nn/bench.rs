@@ -62,17 +62,18 @@ fn bench_one_conv() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(d)
     };
-    let (n, hw, c, o) = (
+    let (n, hw, c, o, k) = (
         env("B_N", 1),
         env("B_HW", 56),
         env("B_C", 64),
         env("B_O", 64),
+        env("B_K", 3),
     );
-    let (x, f) = (tensor(&[n, hw, hw, c]), tensor(&[3, 3, c, o]));
+    let (x, f) = (tensor(&[n, hw, hw, c]), tensor(&[k, k, c, o]));
     let s = spec(1);
-    let flops = 2.0 * (n * hw * hw * o * 9 * c) as f64;
+    let flops = 2.0 * (n * hw * hw * o * k * k * c) as f64;
     time(
-        &format!("conv {n}x{hw}x{hw}x{c} -> {o} 3x3"),
+        &format!("conv {n}x{hw}x{hw}x{c} -> {o} {k}x{k}"),
         flops * 20.0,
         || {
             for _ in 0..20 {

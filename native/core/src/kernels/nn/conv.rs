@@ -9,7 +9,7 @@
 
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
-use crate::kernels::nn::gemm::{Layout, Product, PARALLEL_WORK};
+use crate::kernels::nn::gemm::{Layout, Product, FEW_ROWS, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{f32_values, run_num, Num, NumOp};
 use crate::kernels::nn::output::{written_chunks, zeroed_chunks, Split};
@@ -230,10 +230,12 @@ fn is_pointwise(g: &Geometry) -> bool {
 }
 
 /// Output pixels per tile, and whether tiles run on several threads. A product that fits one
-/// tile but is large enough for threads is cut into one tile per thread (at least
-/// `MIN_SPLIT_ROWS` pixels each): the gemm crate's own threading of the single product was
-/// slower (MobileNetV2 at batch 1, whose pointwise layers are one tile each: 5.18 -> 4.79 ms a
-/// call; EfficientNetB0 9.29 -> 8.64 ms).
+/// tile but is large enough for threads is cut into one tile per thread when it has at least
+/// [`FEW_ROWS`] pixels: the gemm crate's own threading of the single product was slower
+/// (MobileNetV2 at batch 1, whose pointwise layers are one tile each: 5.18 -> 4.79 ms a call;
+/// EfficientNetB0 9.29 -> 8.64 ms). With fewer pixels (a 7x7 layer at batch 1) each thread
+/// would pack all of the filter for a few rows, so the product stays whole and gemm.rs splits
+/// its output channels between the threads.
 fn tiling(g: &Geometry) -> (usize, bool) {
     let pixels = g.pixels();
     let depth = g.depth().max(1);
@@ -245,7 +247,7 @@ fn tiling(g: &Geometry) -> (usize, bool) {
         return (tile, false);
     }
     if tiles < 2 {
-        if pixels >= MIN_SPLIT_ROWS * threads {
+        if pixels >= FEW_ROWS {
             return (pixels.div_ceil(threads), true);
         }
         return (tile, false);
@@ -254,9 +256,6 @@ fn tiling(g: &Geometry) -> (usize, bool) {
     let rounds = tiles.div_ceil(threads);
     (pixels.div_ceil(rounds * threads).max(1), true)
 }
-
-/// The fewest output pixels a thread takes when one tile is cut between threads.
-const MIN_SPLIT_ROWS: usize = 16;
 
 /// GEMM over tiles of output pixels (of the input itself for a pointwise convolution, else of
 /// its patch matrix), `epilogue` run on each tile while it is in cache; in parallel, each thread
