@@ -503,16 +503,22 @@ mod tests {
             (&[1, 10, 9, 4], &[2, 2, 4, 24], Padding::Valid, 3),
         ];
         for (xs, fs, padding, stride) in cases {
-            let (x, f) = (tensor(xs, 1), tensor(fs, 2));
-            let spec = spec(padding, stride);
-            let want = reference(&spec, &x, &f);
-            let g = geometry(&spec, &x, &f).unwrap();
-            assert!(narrow::applies(&g), "{xs:?} {fs:?}");
-            let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
             // Eighths times eighths, summed over at most 72 taps: exact in float32.
-            let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
-            assert_eq!(got, want, "{xs:?} {fs:?}");
+            assert_exact(xs, fs, spec(padding, stride), narrow::applies);
         }
+    }
+
+    /// The float32 convolution of `xs` by `fs` (tensor's values, eighths) under `spec`, which
+    /// `kernel` must serve, equals the definition exactly: callers choose sizes whose sums of
+    /// products of eighths (transformed or not) float32 holds without rounding.
+    fn assert_exact(xs: &[usize], fs: &[usize], spec: Spec, kernel: fn(&Geometry) -> bool) {
+        let (x, f) = (tensor(xs, 1), tensor(fs, 2));
+        let want = reference(&spec, &x, &f);
+        let g = geometry(&spec, &x, &f).unwrap();
+        assert!(kernel(&g), "{xs:?} {fs:?}");
+        let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
+        let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
+        assert_eq!(got, want, "{xs:?} {fs:?}");
     }
 
     /// `t`'s values as float32.
@@ -539,17 +545,45 @@ mod tests {
             (&[1, 11, 12, 20], &[3, 3, 20, 36], Padding::Same),
         ];
         for (xs, fs, padding) in cases {
-            let (x, f) = (tensor(xs, 1), tensor(fs, 2));
-            let spec = spec(padding, 1);
-            let want = reference(&spec, &x, &f);
-            let g = geometry(&spec, &x, &f).unwrap();
-            assert!(winograd::applies(&g), "{xs:?} {fs:?}");
-            let got = convolve(&g, &single(&x), &single(&f), &|_, _| {}).unwrap();
             // Eighths, their transforms (halves of sums) and products stay exact in float32
             // at these sizes, so the result is the definition's exactly.
-            let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
-            assert_eq!(got, want, "{xs:?} {fs:?}");
+            assert_exact(xs, fs, spec(padding, 1), winograd::applies);
         }
+    }
+
+    /// Products with few pixels (a 7x7 image) split their output channels between two
+    /// threads (gemm.rs's column blocks), a 1x1 layer reading the input in place and a 3x3
+    /// one through im2col; larger ones split their pixels.
+    #[test]
+    fn products_split_between_threads_match_the_definition() {
+        let cases: [(&[usize], &[usize]); 4] = [
+            (&[1, 7, 7, 64], &[1, 1, 64, 200]),
+            (&[1, 7, 7, 40], &[3, 3, 40, 100]),
+            (&[2, 7, 7, 48], &[1, 1, 48, 96]),
+            (&[1, 20, 20, 32], &[1, 1, 32, 64]),
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            for (xs, fs) in cases {
+                let few = xs[0] * xs[1] * xs[2] < FEW_ROWS;
+                let work = xs.iter().product::<usize>() * fs[0] * fs[1] * fs[3];
+                assert!(work >= PARALLEL_WORK, "{xs:?} {fs:?}");
+                // At most 360 products of eighths a sum: exact in float32.
+                assert_exact(xs, fs, spec(Padding::Same, 1), |g| {
+                    !winograd::applies(g) && !narrow::applies(g)
+                });
+                assert_eq!(
+                    tiling(
+                        &geometry(&spec(Padding::Same, 1), &tensor(xs, 1), &tensor(fs, 2)).unwrap()
+                    )
+                    .1,
+                    !few
+                );
+            }
+        });
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::borrow::Cow;
 use crate::engine::kernel::KResult;
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::PARALLEL_WORK;
-use crate::kernels::nn::num::Num;
+use crate::kernels::nn::num::{f32_inputs, Num};
 use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
@@ -109,12 +109,10 @@ pub fn run<T: Num>(
     filter: &[T],
     epilogue: Epilogue<T>,
 ) -> Option<KResult<Vec<T>>> {
-    let (Some(x), Some(filter)) = (T::as_f32(x), T::as_f32(filter)) else {
-        return None;
-    };
     let row_len = rows.cols.out * rows.o;
     let block = rows.cols.window * rows.c;
-    if row_len == 0 || !serves(rows.c, rows.o) || filter.len() < rows.blocks * block * rows.o {
+    let (x, filter) = f32_inputs(x, filter, (0, rows.blocks * block * rows.o))?;
+    if row_len == 0 || !serves(rows.c, rows.o) {
         return None;
     }
     let filter = padded(&filter[..rows.blocks * block * rows.o], rows.o);

@@ -173,6 +173,18 @@ pub fn f32_values<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [f32]> {
         .ok_or_else(|| fail(format!("{what} must be float32, got {}", t.dtype())))
 }
 
+/// `x` and `filter` as float32, when `T` is f32 and they hold at least `lens` values: how a
+/// float32-only kernel (Winograd's, the narrow direct one) declines other element types and
+/// buffers that do not match its shapes, leaving the convolution to the general path.
+pub fn f32_inputs<'a, T: Num>(
+    x: &'a [T],
+    filter: &'a [T],
+    lens: (usize, usize),
+) -> Option<(&'a [f32], &'a [f32])> {
+    let (x, filter) = (T::as_f32(x)?, T::as_f32(filter)?);
+    (x.len() >= lens.0 && filter.len() >= lens.1).then_some((x, filter))
+}
+
 /// `count` zeros (default values), or an error rather than an abort when memory runs out.
 pub fn zeros<T: Default + Clone>(count: usize) -> KResult<Vec<T>> {
     let mut v = Vec::new();

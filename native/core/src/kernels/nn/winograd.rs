@@ -32,7 +32,7 @@
 use crate::engine::kernel::KResult;
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::{fast, Layout, Product, PARALLEL_WORK};
-use crate::kernels::nn::num::{zeros, Num};
+use crate::kernels::nn::num::{f32_inputs, zeros, Num};
 use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
@@ -61,9 +61,11 @@ const LANES: usize = 16;
 /// The fewest input and output channels: below, the transforms cost more than they save.
 const MIN_CHANNELS: usize = 16;
 
-/// The most input channels: with more, a piece of the output holds too few tiles (its
-/// transformed inputs must stay in cache) to repay transforming the filter for it (ResNet50's
-/// 512-channel layers took twice as long as through im2col).
+/// The most input channels. Set when every piece of the output transformed the filter for
+/// itself: with more channels a piece held too few tiles (its transformed inputs must stay in
+/// cache) to repay it, and ResNet50's 512-channel layers took twice as long as through im2col.
+/// Not measured again since the filter is transformed once a call; at batch 1 those layers
+/// (7x7) have fewer tiles than [`MIN_TILES`] anyway.
 const MAX_CHANNELS: usize = 256;
 
 /// The fewest tiles in a call: with fewer, transforming the filter for so few products costs
@@ -104,12 +106,7 @@ pub fn convolve<T: Num>(
     filter: &[T],
     epilogue: Epilogue<T>,
 ) -> Option<KResult<Vec<T>>> {
-    let (Some(x), Some(filter)) = (T::as_f32(x), T::as_f32(filter)) else {
-        return None;
-    };
-    if x.len() < g.n * g.h * g.w * g.c || filter.len() < 9 * g.c * g.o {
-        return None;
-    }
+    let (x, filter) = f32_inputs(x, filter, (g.n * g.h * g.w * g.c, 9 * g.c * g.o))?;
     let (rows, row_len) = (g.n * g.rows.out, g.cols.out * g.o);
     let threads = rayon::current_num_threads().max(1);
     let work = (rows * row_len).saturating_mul(9 * g.c);
@@ -127,7 +124,8 @@ pub fn convolve<T: Num>(
     };
     let target = (TILE_VALUES / (POINTS * g.c)).clamp(MIN_CHUNK_TILES, MAX_CHUNK_TILES);
     let pairs = (target / g.cols.out.div_ceil(2)).max(1);
-    let filter = match Filter::new(g, filter, parallel) {
+    let tasks = if parallel { threads } else { 1 };
+    let filter = match Filter::new(g, filter, tasks) {
         Ok(filter) => filter,
         Err(err) => return Some(Err(err)),
     };
@@ -169,16 +167,12 @@ struct Filter {
 }
 
 impl Filter {
-    fn new(g: &Geometry, taps: &[f32], parallel: bool) -> KResult<Self> {
+    /// The transform of `taps` by `tasks` rayon tasks (the call's threads, or one).
+    fn new(g: &Geometry, taps: &[f32], tasks: usize) -> KResult<Self> {
         let (len, stride) = (g.c * g.o, spaced(g.c * g.o));
         let mut values = zeros(POINTS * stride)?;
-        let tasks = if parallel {
-            rayon::current_num_threads().max(1)
-        } else {
-            1
-        };
         // Each task's input channels in each of the 16 positions' matrices.
-        let channels = g.c.div_ceil(tasks);
+        let channels = g.c.div_ceil(tasks.max(1));
         let mut parts: Vec<Vec<&mut [f32]>> = Vec::new();
         for plane in values.chunks_mut(stride) {
             for (k, piece) in plane[..len].chunks_mut(channels * g.o).enumerate() {
