@@ -239,14 +239,16 @@ unsafe fn call<T: Fast>(p: &Product, a: &[T], b: &[T], dst: *mut T, parallel: bo
 /// Products with fewer rows than this (and at least [`MIN_BLOCK_ROWS`]) are cut into blocks
 /// of columns when they may use threads: each thread then packs and reads only its share of b,
 /// where with the gemm crate's own threading, or a share of the rows each, every thread packs
-/// all of b. Measured on a 2-core Zen 3 (GFLOP/s, whole product -> a block of columns a
-/// thread): ResNet50's 7x7 layers, 49 × 2048 × 512 91 -> 138, 49 × 512 × 4608 89 -> 98;
-/// 196 × 1024 × 256 134 -> 134; 784 × 512 × 128 118 -> 134 but a share of the rows each 161.
+/// all of b. Measured on a 2-core Zen 3 (`B_HW=7 B_K=1 B_C=512 B_O=2048 cargo test --release
+/// -p savedmodel-core --lib bench_one_conv -- --ignored --nocapture`, 20 calls, wall; rows a
+/// thread -> columns a thread): ResNet50's 7x7 layers, 1x1 512->2048 41-42 -> 20-22 ms,
+/// 2048->512 26-27 -> 19-21, 3x3 512->512 62-64 -> 53-57; 14x14 layers (196 rows) the same
+/// within noise. Larger products keep a share of the rows per thread (conv.rs's tiling).
 pub const FEW_ROWS: usize = 256;
 
-/// Below this many rows a product is a few matrix-vector products, bound by reading b, and
-/// blocks of columns were slower than the gemm crate's own threading (1 × 2048 × 1000: 19 ->
-/// 9 GFLOP/s).
+/// Below this many rows a product is a few matrix-vector products, bound by reading b: left
+/// to the gemm crate, whose own threading did better there than blocks of columns (a Dense
+/// layer at batch 1, 1 × 2048 × 1000, took about twice as long in two blocks).
 const MIN_BLOCK_ROWS: usize = 16;
 
 /// Columns a block of a product holds: a multiple of the widest microkernel's 32, one block
