@@ -17,7 +17,7 @@ use crate::dtype::DType;
 use crate::engine::fuse::{CHANNEL_AFFINE, FUSED_ACTIVATIONS, SWISH};
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::Value;
-use crate::kernels::math::fast::{sigmoid_f32, swish_f32, tanh_f32};
+use crate::kernels::math::fast::{sigmoid, swish, tanh, Fma, Madd, Separate};
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::{
@@ -556,14 +556,29 @@ fn activate(out: &mut Arc<Tensor>, pass: Pass) -> KResult<()> {
 /// `bias`, and the scale and shift when given, are patterns of one length), in one pass; the
 /// activation is chosen once, outside the loop, so each loop is specialized and vectorizes.
 /// Compiled also for AVX-512 and AVX2 (chosen at run time): 16 or 8 lanes instead of SSE2's 4
-/// for the exponentials of sigmoid, tanh and swish. Rust never contracts a multiply and an add
-/// into an FMA, so every variant gives the same bits, and the scale and shift round twice, as
-/// the Mul and Add they replace.
+/// for the exponentials of sigmoid, tanh and swish, whose polynomials take FMA steps there
+/// (`fast::Madd`), as the Sigmoid and Tanh ops do. Rust never contracts a multiply and an add
+/// by itself, so the bias, residual, scale and shift round as the ops they replace.
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
 fn apply(
+    values: &mut [f32],
+    bias: &[f32],
+    residual: Option<&[f32]>,
+    activation: Activation,
+    post: Option<Post>,
+) {
+    if multiversion::target::target_cfg_f!(target_feature = "fma") {
+        activate_with::<Fma>(values, bias, residual, activation, post);
+    } else {
+        activate_with::<Separate>(values, bias, residual, activation, post);
+    }
+}
+
+#[inline(always)]
+fn activate_with<M: Madd>(
     values: &mut [f32],
     bias: &[f32],
     residual: Option<&[f32]>,
@@ -588,9 +603,9 @@ fn apply(
                 alpha * x
             }
         }),
-        Activation::Sigmoid => each(values, bias, residual, post, sigmoid_f32),
-        Activation::Tanh => each(values, bias, residual, post, tanh_f32),
-        Activation::Swish => each(values, bias, residual, post, swish_f32),
+        Activation::Sigmoid => each(values, bias, residual, post, sigmoid::<M>),
+        Activation::Tanh => each(values, bias, residual, post, tanh::<M>),
+        Activation::Swish => each(values, bias, residual, post, swish::<M>),
     }
 }
 
@@ -645,6 +660,7 @@ fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::math::fast::{as_here, Swish};
 
     /// A tensor large enough to be split over threads gets, value by value, what the
     /// definition gives.
@@ -658,7 +674,7 @@ mod tests {
         let got = tiled_affine(&x, &tiled(&scale), &tiled(&shift), Activation::Swish).unwrap();
         assert_eq!(got.len(), x.len());
         for (i, (g, v)) in got.iter().zip(&x).enumerate() {
-            let want = swish_f32(v * scale[i % 3] + shift[i % 3]);
+            let want = as_here(&Swish, v * scale[i % 3] + shift[i % 3]);
             assert_eq!(g.to_bits(), want.to_bits(), "value {i}");
         }
     }
@@ -698,7 +714,7 @@ mod tests {
                     );
                     let want = base.iter().enumerate().map(|(i, v)| {
                         let x = v + bias[i % channels];
-                        let y = swish_f32(residual.map_or(x, |r| x + r[i]));
+                        let y = as_here(&Swish, residual.map_or(x, |r| x + r[i]));
                         post.map_or(y, |_| y * scale[i % channels] + shift[i % channels])
                     });
                     let same = got

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::engine::kernel::{boxed, fail, tensor_input, Kernel, NodeSpec, Registry};
 use crate::engine::value::Value;
-use crate::kernels::math::fast::{map_f32, tanh_f32};
+use crate::kernels::math::fast::{map_f32, tanh, Madd, Pointwise};
 use crate::tensor::Tensor;
 
 pub const GELU: &str = "_SavedModelGelu";
@@ -32,10 +32,20 @@ fn gelu(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
 
 /// The graph's steps per element, in its order; `map_f32` vectorizes and splits the pass.
 fn apply(x: &[f32], coefficient: f32, scale: f32) -> Vec<f32> {
-    map_f32(x, move |x| {
-        let inner = scale * (x + coefficient * (x * x * x));
-        (0.5 * x) * (1.0 + tanh_f32(inner))
-    })
+    map_f32(x, Gelu { coefficient, scale })
+}
+
+struct Gelu {
+    coefficient: f32,
+    scale: f32,
+}
+
+impl Pointwise for Gelu {
+    #[inline(always)]
+    fn at<M: Madd>(&self, x: f32) -> f32 {
+        let inner = self.scale * (x + self.coefficient * (x * x * x));
+        (0.5 * x) * (1.0 + tanh::<M>(inner))
+    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,14 @@
 //! out `[kind, row, unit]`), so the activations run as a few long loops the compiler
 //! vectorizes, compiled also for AVX-512 and AVX2 (chosen at run time). Row by row, a layer of
 //! 8 units filled no 16-lane vector and ran in scalar code (half of a stacked LSTM's time).
-//! Rust never contracts a multiply and an add into an FMA, so every version gives the same
-//! bits (the tests compare the dispatched version with a scalar loop).
+//! The FMA versions take fast's FMA steps (`Fma`), as the Sigmoid and Tanh kernels do there;
+//! the gate sums and products round as written (the tests compare the dispatched version with
+//! a scalar loop, bit for bit).
 //!
 //! None where a slice is shorter than the shapes say: the kernels check shapes before calling,
 //! and nothing here can panic.
 
-use crate::kernels::math::fast::{sigmoid_f32, tanh_f32};
+use crate::kernels::math::fast::{sigmoid, tanh, Fma, Madd, Separate};
 
 /// One LSTM step: `xw` and `hu` are each batch row's `x · W` and `h · U` (`[rows, 4 · units]`,
 /// `[i f g o]`), `bias` the bias (`4 · units`). `c' = σ(f) c + σ(i) tanh(g)` replaces `c`,
@@ -103,12 +104,21 @@ fn gather(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
-fn lstm_cells([i, f, g, o]: [&[f32]; 4], c: &mut [f32], h: &mut [f32]) {
+fn lstm_cells(gates: [&[f32]; 4], c: &mut [f32], h: &mut [f32]) {
+    if multiversion::target::target_cfg_f!(target_feature = "fma") {
+        lstm_with::<Fma>(gates, c, h);
+    } else {
+        lstm_with::<Separate>(gates, c, h);
+    }
+}
+
+#[inline(always)]
+fn lstm_with<M: Madd>([i, f, g, o]: [&[f32]; 4], c: &mut [f32], h: &mut [f32]) {
     let gates = i.iter().zip(f).zip(g).zip(o);
     for ((((&i, &f), &g), &o), (c, h)) in gates.zip(c.iter_mut().zip(h.iter_mut())) {
-        let next = sigmoid_f32(f) * *c + sigmoid_f32(i) * tanh_f32(g);
+        let next = sigmoid::<M>(f) * *c + sigmoid::<M>(i) * tanh::<M>(g);
         *c = next;
-        *h = sigmoid_f32(o) * tanh_f32(next);
+        *h = sigmoid::<M>(o) * tanh::<M>(next);
     }
 }
 
@@ -117,11 +127,20 @@ fn lstm_cells([i, f, g, o]: [&[f32]; 4], c: &mut [f32], h: &mut [f32]) {
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
-fn gru_cells([z, r, xn, hn]: [&[f32]; 4], h: &mut [f32]) {
+fn gru_cells(gates: [&[f32]; 4], h: &mut [f32]) {
+    if multiversion::target::target_cfg_f!(target_feature = "fma") {
+        gru_with::<Fma>(gates, h);
+    } else {
+        gru_with::<Separate>(gates, h);
+    }
+}
+
+#[inline(always)]
+fn gru_with<M: Madd>([z, r, xn, hn]: [&[f32]; 4], h: &mut [f32]) {
     let gates = z.iter().zip(r).zip(xn).zip(hn);
     for ((((&z, &r), &x), &y), h) in gates.zip(h.iter_mut()) {
-        let (z, r) = (sigmoid_f32(z), sigmoid_f32(r));
-        let n = tanh_f32(x + r * y);
+        let (z, r) = (sigmoid::<M>(z), sigmoid::<M>(r));
+        let n = tanh::<M>(x + r * y);
         *h = z * *h + (1.0 - z) * n;
     }
 }
@@ -129,6 +148,15 @@ fn gru_cells([z, r, xn, hn]: [&[f32]; 4], h: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::math::fast::{as_here, Sigmoid, Tanh};
+
+    fn sigmoid_f32(x: f32) -> f32 {
+        as_here(&Sigmoid, x)
+    }
+
+    fn tanh_f32(x: f32) -> f32 {
+        as_here(&Tanh, x)
+    }
 
     fn values(seed: u32, count: usize) -> Vec<f32> {
         crate::kernels::test_util::values(seed, count, 10)

@@ -91,12 +91,12 @@ fn sigmoid_complex<T: Real>(z: Complex<T>) -> Complex<T> {
     (Complex::<T>::one() + (-z).exp()).inv()
 }
 
-/// float32 through the vectorized `fast::sigmoid_f32`; other float types through their `exp`.
+/// float32 through the vectorized `fast::sigmoid`; other float types through their `exp`.
 fn sigmoid(t: &Tensor) -> KResult<Tensor> {
     if let Some(values) = t.values::<f32>() {
         return Ok(Tensor::from_vec(
             t.shape().to_vec(),
-            super::fast::map_f32(values, super::fast::sigmoid_f32),
+            super::fast::map_f32(values, super::fast::Sigmoid),
         ));
     }
     float_unary!(t, sigmoid_real)

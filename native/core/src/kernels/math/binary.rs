@@ -250,8 +250,8 @@ fn small_power(a: &Tensor, b: &Tensor) -> Option<Tensor> {
         _ => return None,
     };
     let values = match power {
-        2.0 => super::fast::map_f32(x, |v| v * v),
-        3.0 => super::fast::map_f32(x, |v| v * v * v),
+        2.0 => super::fast::map_f32(x, super::fast::Plain(|v| v * v)),
+        3.0 => super::fast::map_f32(x, super::fast::Plain(|v| v * v * v)),
         _ => return None,
     };
     Some(Tensor::from_vec(a.shape().to_vec(), values))

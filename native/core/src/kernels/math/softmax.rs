@@ -2,7 +2,7 @@
 //! Rows are shifted by their maximum so exp cannot overflow; half types compute in f32.
 
 use super::broadcast::map2;
-use super::fast::{by_chunks, exp_f32};
+use super::fast::{by_chunks, exp, Fma, Madd, Separate};
 use super::num::{narrow_floats, real_map, wide_floats, Real};
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult};
 use crate::engine::{Registry, Value};
@@ -74,23 +74,32 @@ fn softmax_f32(x: &[f32], width: usize, log: bool) -> Vec<f32> {
     by_chunks(x, width, |o, x| rows_f32(o, x, width, log))
 }
 
-/// Compiled also for AVX-512 and AVX2 (chosen at run time); every version gives the same bits.
+/// Compiled also for AVX-512 and AVX2 (chosen at run time), whose e^x takes FMA steps.
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
 ))]
 fn rows_f32(out: &mut [f32], x: &[f32], width: usize, log: bool) {
+    if multiversion::target::target_cfg_f!(target_feature = "fma") {
+        rows::<Fma>(out, x, width, log);
+    } else {
+        rows::<Separate>(out, x, width, log);
+    }
+}
+
+#[inline(always)]
+fn rows<M: Madd>(out: &mut [f32], x: &[f32], width: usize, log: bool) {
     for (o, row) in out.chunks_exact_mut(width).zip(x.chunks_exact(width)) {
         let top = lanes_max(row);
         if log {
             o.iter_mut().zip(row).for_each(|(o, &v)| *o = v - top);
-            let sum = lanes_sum(o, exp_f32);
+            let sum = lanes_sum(o, exp::<M>);
             let ln = sum.ln();
             o.iter_mut().for_each(|v| *v -= ln);
         } else {
             o.iter_mut()
                 .zip(row)
-                .for_each(|(o, &v)| *o = exp_f32(v - top));
+                .for_each(|(o, &v)| *o = exp::<M>(v - top));
             let sum = lanes_sum(o, |v| v);
             o.iter_mut().for_each(|v| *v /= sum);
         }

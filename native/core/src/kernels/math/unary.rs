@@ -59,13 +59,13 @@ fn register_trig(r: &mut Registry) {
     register_unary!(r, "Tanh", tanh);
 }
 
-/// float32 through the vectorized `fast::tanh_f32` (GELU's tanh form and recurrent cells spend
+/// float32 through the vectorized `fast::tanh` (GELU's tanh form and recurrent cells spend
 /// their time here); other types through their own tanh.
 fn tanh(t: &Tensor) -> KResult<Tensor> {
     if let Some(values) = t.values::<f32>() {
         return Ok(Tensor::from_vec(
             t.shape().to_vec(),
-            super::fast::map_f32(values, super::fast::tanh_f32),
+            super::fast::map_f32(values, super::fast::Tanh),
         ));
     }
     float_unary!(t, |x| x.tanh())
@@ -142,12 +142,12 @@ fn reciprocal(t: &Tensor) -> KResult<Tensor> {
         .unwrap_or_else(|| unsupported("Reciprocal", t))
 }
 
-/// float32 through the vectorized `fast::exp_f32` (within 2 ulp); other types through their exp.
+/// float32 through the vectorized `fast::exp` (within 2 ulp); other types through their exp.
 fn exp(t: &Tensor) -> KResult<Tensor> {
     if let Some(values) = t.values::<f32>() {
         return Ok(Tensor::from_vec(
             t.shape().to_vec(),
-            super::fast::map_f32(values, super::fast::exp_f32),
+            super::fast::map_f32(values, super::fast::Exp),
         ));
     }
     float_unary!(t, Float::exp)
