@@ -19,10 +19,10 @@ const LOW: f32 = -87.336_55;
 /// below, swish went from 1.22 to 0.66 ns an element and tanh from 1.72 to 1.11 on a 2-core
 /// Zen 3 (`cargo test --release -p savedmodel-core --lib bench_epilogue -- --ignored
 /// --nocapture`, per channel). The two differ in the last bits; each gives the same bits
-/// wherever it runs (`f32::mul_add` is exact also as a library call), and the vectorized
-/// passes ([`map_into`] for the Exp, Sigmoid and Tanh ops and GELU, the fused ops' epilogue,
-/// softmax) take `Fma` exactly in their FMA versions, so on one machine those agree bit for
-/// bit; scalar code (the recurrent cells) keeps `Separate`.
+/// wherever it runs (`f32::mul_add` is exact also as a library call), and every pass that
+/// uses them ([`map_into`] for the Exp, Sigmoid and Tanh ops and GELU, the fused ops'
+/// epilogue, softmax, the recurrent cells) takes `Fma` exactly in its FMA versions, so on one
+/// machine they agree bit for bit.
 pub trait Madd {
     fn madd(a: f32, b: f32, c: f32) -> f32;
 }
