@@ -770,4 +770,41 @@ mod tests {
             }
         }
     }
+
+    /// Wall time (best of 50) of fused convolutions with a swish epilogue on batch-1 layer
+    /// shapes of EfficientNetB0 and ResNet50 (`cargo test --release -p savedmodel-core --lib
+    /// bench_fused_conv -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn bench_fused_conv() {
+        use crate::kernels::nn::bench::{spec, tensor};
+        let layers: [(&[usize], &[usize], usize); 12] = [
+            (&[1, 112, 112, 16], &[1, 1, 16, 96], 1),
+            (&[1, 56, 56, 24], &[1, 1, 24, 144], 1),
+            (&[1, 56, 56, 144], &[1, 1, 144, 24], 1),
+            (&[1, 28, 28, 40], &[1, 1, 40, 240], 1),
+            (&[1, 28, 28, 240], &[1, 1, 240, 40], 1),
+            (&[1, 14, 14, 112], &[1, 1, 112, 672], 1),
+            (&[1, 14, 14, 672], &[1, 1, 672, 112], 1),
+            (&[1, 7, 7, 320], &[1, 1, 320, 1280], 1),
+            (&[1, 14, 14, 256], &[1, 1, 256, 1024], 1),
+            (&[1, 14, 14, 1024], &[1, 1, 1024, 256], 1),
+            (&[1, 28, 28, 128], &[3, 3, 128, 128], 1),
+            (&[1, 14, 14, 256], &[3, 3, 256, 256], 2),
+        ];
+        for (xs, fs, stride) in layers {
+            let (x, f, s) = (tensor(xs), tensor(fs), spec(stride));
+            let bias = repeated(&vec![0.1f32; fs[3]]);
+            let epilogue = |_: usize, rows: &mut [f32]| {
+                apply(rows, &bias, None, Activation::Swish, None);
+            };
+            let mut best = f64::INFINITY;
+            for _ in 0..50 {
+                let start = std::time::Instant::now();
+                conv_fused(&s, &x, &f, &epilogue).unwrap();
+                best = best.min(start.elapsed().as_secs_f64());
+            }
+            println!("{xs:?} {fs:?} /{stride}: {:.3} ms", best * 1e3);
+        }
+    }
 }

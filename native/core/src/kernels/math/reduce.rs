@@ -10,7 +10,9 @@
 
 use num_complex::Complex;
 
-use super::num::{real_map, Int, Real};
+use rayon::prelude::*;
+
+use super::num::{real_map, Int, Real, PARALLEL_MIN};
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
 use crate::engine::Registry;
 use crate::kernels::util::{f32_to_half, half_to_f32, int_values, make};
@@ -124,7 +126,12 @@ fn reduce(x: &Tensor, axes: &Tensor, op: Op, keep_dims: bool) -> KResult<Tensor>
 }
 
 /// `f` folded over `x` into `out` (which starts at the identity) block by block.
-fn fold_blocks<T: Copy>(x: &[T], blocks: &[(usize, bool)], out: &mut [T], f: &impl Fn(T, T) -> T) {
+fn fold_blocks<T: Copy + Send + Sync>(
+    x: &[T],
+    blocks: &[(usize, bool)],
+    out: &mut [T],
+    f: &(impl Fn(T, T) -> T + Sync),
+) {
     let Some((&(n, reduced), rest)) = blocks.split_first() else {
         if let (Some(o), Some(&v)) = (out.first_mut(), x.first()) {
             *o = f(*o, v);
@@ -156,11 +163,20 @@ fn fold_blocks<T: Copy>(x: &[T], blocks: &[(usize, bool)], out: &mut [T], f: &im
 /// Rows of `width` values folded into one (a global average pooling's pixels into its
 /// channels), in the rows' order. Blocks of `BLOCK` columns keep their sums in registers over
 /// all the rows; one row at a time, each sum went through memory (a store, then a load of it
-/// for the next row: keras_cnn's Mean took 3x onnxruntime's time).
-fn fold_rows<T: Copy>(x: &[T], width: usize, out: &mut [T], f: &impl Fn(T, T) -> T) {
+/// for the next row: keras_cnn's Mean took 3x onnxruntime's time). A large input's blocks
+/// are shared between rayon's threads (each column still folded in order, so the result is
+/// the same): a squeeze-and-excite block's Mean over a 112x112 image was otherwise one
+/// thread's work while the other core waited.
+fn fold_rows<T: Copy + Send + Sync>(
+    x: &[T],
+    width: usize,
+    out: &mut [T],
+    f: &(impl Fn(T, T) -> T + Sync),
+) {
     const BLOCK: usize = 16;
     let whole = out.len() / BLOCK * BLOCK;
-    for (b, block) in out[..whole].chunks_exact_mut(BLOCK).enumerate() {
+    let (blocks, tail) = out.split_at_mut(whole);
+    let column = |(b, block): (usize, &mut [T])| {
         let mut sums: [T; BLOCK] = std::array::from_fn(|k| block[k]);
         for row in x.chunks_exact(width) {
             if let Some(values) = row[b * BLOCK..].first_chunk::<BLOCK>() {
@@ -170,9 +186,14 @@ fn fold_rows<T: Copy>(x: &[T], width: usize, out: &mut [T], f: &impl Fn(T, T) ->
             }
         }
         block.copy_from_slice(&sums);
+    };
+    if x.len() >= PARALLEL_MIN && whole >= 2 * BLOCK {
+        blocks.par_chunks_mut(BLOCK).enumerate().for_each(column);
+    } else {
+        blocks.chunks_exact_mut(BLOCK).enumerate().for_each(column);
     }
     for row in x.chunks_exact(width) {
-        for (o, &v) in out[whole..].iter_mut().zip(&row[whole..]) {
+        for (o, &v) in tail.iter_mut().zip(&row[whole..]) {
             *o = f(*o, v);
         }
     }
@@ -196,7 +217,12 @@ fn fold_row<T: Copy>(acc: T, row: &[T], f: &impl Fn(T, T) -> T) -> T {
     tail.iter().fold(total, |a, &v| f(a, v))
 }
 
-fn fold_all<T: Copy>(x: &[T], p: &Plan, init: T, f: impl Fn(T, T) -> T) -> Vec<T> {
+fn fold_all<T: Copy + Send + Sync>(
+    x: &[T],
+    p: &Plan,
+    init: T,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Vec<T> {
     let mut out = vec![init; p.out_len];
     fold_blocks(x, &p.blocks, &mut out, &f);
     out

@@ -7,13 +7,15 @@ use crate::kernels::nn::window::{Padding, Spec};
 use crate::kernels::nn::{conv, depthwise, matmul};
 use crate::tensor::Tensor;
 
-fn tensor(shape: &[usize]) -> Tensor {
+/// A tensor of `shape` with values spread over [-0.5, 0.5).
+pub(crate) fn tensor(shape: &[usize]) -> Tensor {
     let count: usize = shape.iter().product();
     let values = (0..count).map(|i| (i % 17) as f32 / 17.0 - 0.5).collect();
     Tensor::from_vec(shape.to_vec(), values)
 }
 
-fn spec(stride: usize) -> Spec {
+/// NHWC, `stride` both ways, SAME padding, undilated.
+pub(crate) fn spec(stride: usize) -> Spec {
     Spec {
         channels_first: false,
         strides: [stride; 2],

@@ -195,9 +195,26 @@ pub fn fast_into<'d, T: Fast>(
 /// and nothing else may use that buffer during the call. T is f32 or f64, which the crate
 /// supports; with read_dst false it never reads dst.
 unsafe fn call<T: Fast>(p: &Product, a: &[T], b: &[T], dst: *mut T, parallel: bool) -> KResult<()> {
+    let width = if parallel { column_blocks(p) } else { p.n };
+    // SAFETY: the caller's contract is `in_blocks`'s.
+    unsafe { in_blocks(p, a, b, dst, parallel, width) }
+}
+
+/// [`call`] with the product cut into blocks of `width` columns, one rayon task each (the
+/// whole product, threaded by the gemm crate when `parallel`, for a width of at least `p.n`).
+///
+/// # Safety
+/// As for [`call`].
+unsafe fn in_blocks<T: Fast>(
+    p: &Product,
+    a: &[T],
+    b: &[T],
+    dst: *mut T,
+    parallel: bool,
+    width: usize,
+) -> KResult<()> {
     let (a, b) = (&a[p.a.offset..], &b[p.b.offset..]);
     let strides = Strides::of(p)?;
-    let width = if parallel { column_blocks(p) } else { p.n };
     if width >= p.n {
         let threads = match parallel {
             true => gemm::Parallelism::Rayon(0),
@@ -247,8 +264,10 @@ unsafe fn call<T: Fast>(p: &Product, a: &[T], b: &[T], dst: *mut T, parallel: bo
 pub const FEW_ROWS: usize = 256;
 
 /// Below this many rows a product is a few matrix-vector products, bound by reading b: left
-/// to the gemm crate, whose own threading did better there than blocks of columns (a Dense
-/// layer at batch 1, 1 × 2048 × 1000, took about twice as long in two blocks).
+/// to the gemm crate's own threading. On a 2-core Zen 3 (`cargo test --release -p
+/// savedmodel-core --lib bench_few_rows -- --ignored --nocapture`, 2048 -> 1000, whole vs two
+/// column blocks): 1 row 0.16-0.18 vs 0.23-0.26 ms, 4 to 16 rows the same within 2%, 32 rows
+/// 1.42-1.44 vs 1.31-1.33 ms, 64 rows 3.1-3.5 vs 2.3-2.5 ms.
 const MIN_BLOCK_ROWS: usize = 16;
 
 /// Columns a block of a product holds: a multiple of the widest microkernel's 32, one block
@@ -524,5 +543,45 @@ mod tests {
         let mut d = vec![7.0f32; 4];
         fast(&product(2, 2, 0), &[], &[], &mut d, false).unwrap();
         assert_eq!(d, vec![0.0; 4]);
+    }
+
+    /// A Dense layer's product (2048 -> 1000, ResNet50's classifier) with few rows, on two
+    /// threads: whole, threaded by the gemm crate, against two blocks of columns (best of 200,
+    /// wall). The crossover is [`MIN_BLOCK_ROWS`].
+    #[test]
+    #[ignore]
+    fn bench_few_rows() {
+        let (n, k) = (1000, 2048);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for m in [1, 4, 8, 16, 32, 64] {
+            let p = product(m, n, k);
+            let a: Vec<f32> = (0..m * k).map(|x| (x % 29) as f32 * 0.125).collect();
+            let b: Vec<f32> = (0..k * n).map(|x| (x % 31) as f32 * 0.0625).collect();
+            let mut dst = vec![0.0f32; m * n];
+            p.check(a.len(), b.len(), dst.len()).unwrap();
+            let mut best = [f64::INFINITY; 2];
+            pool.install(|| {
+                for _ in 0..200 {
+                    for (width, best) in [n, n.div_ceil(2).next_multiple_of(32)]
+                        .iter()
+                        .zip(&mut best)
+                    {
+                        let start = std::time::Instant::now();
+                        // SAFETY: `p` is a checked product over a, b and dst, which nothing
+                        // else uses during the call.
+                        unsafe { in_blocks(&p, &a, &b, dst.as_mut_ptr(), true, *width) }.unwrap();
+                        *best = best.min(start.elapsed().as_secs_f64());
+                    }
+                }
+            });
+            println!(
+                "{m:3} x {k} x {n}: whole {:.3} ms, two column blocks {:.3} ms",
+                best[0] * 1e3,
+                best[1] * 1e3
+            );
+        }
     }
 }

@@ -15,7 +15,7 @@ pub use window::{conv_spec, Spec};
 mod backprop;
 mod batchnorm;
 #[cfg(test)]
-mod bench;
+pub(crate) mod bench;
 mod bias;
 mod conv;
 mod conv3d;
