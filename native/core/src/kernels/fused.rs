@@ -771,13 +771,13 @@ mod tests {
         }
     }
 
-    /// Wall time (best of 50) of fused convolutions with a swish epilogue on batch-1 layer
-    /// shapes of EfficientNetB0 and ResNet50 (`cargo test --release -p savedmodel-core --lib
-    /// bench_fused_conv -- --ignored --nocapture`).
+    /// Wall and CPU time (bench::time) of fused convolutions with a swish epilogue on batch-1
+    /// layer shapes of EfficientNetB0 and ResNet50 (`cargo test --release -p savedmodel-core
+    /// --lib bench_fused_conv -- --ignored --nocapture`).
     #[test]
     #[ignore]
     fn bench_fused_conv() {
-        use crate::kernels::nn::bench::{spec, tensor};
+        use crate::kernels::nn::bench::{spec, tensor, time};
         let layers: [(&[usize], &[usize], usize); 12] = [
             (&[1, 112, 112, 16], &[1, 1, 16, 96], 1),
             (&[1, 56, 56, 24], &[1, 1, 24, 144], 1),
@@ -798,13 +798,11 @@ mod tests {
             let epilogue = |_: usize, rows: &mut [f32]| {
                 apply(rows, &bias, None, Activation::Swish, None);
             };
-            let mut best = f64::INFINITY;
-            for _ in 0..50 {
-                let start = std::time::Instant::now();
+            let out = xs[1].div_ceil(stride) * xs[2].div_ceil(stride);
+            let flops = 2.0 * (out * fs[0] * fs[1] * fs[2] * fs[3]) as f64;
+            time(&format!("{xs:?} {fs:?} /{stride}"), flops, || {
                 conv_fused(&s, &x, &f, &epilogue).unwrap();
-                best = best.min(start.elapsed().as_secs_f64());
-            }
-            println!("{xs:?} {fs:?} /{stride}: {:.3} ms", best * 1e3);
+            });
         }
     }
 }

@@ -38,7 +38,7 @@ fn cpu_seconds() -> f64 {
 }
 
 /// Milliseconds per call (best of a few runs, wall and CPU) and GFLOP/s (CPU) for `flops`.
-fn time(label: &str, flops: f64, mut f: impl FnMut()) {
+pub(crate) fn time(label: &str, flops: f64, mut f: impl FnMut()) {
     f();
     let (mut wall, mut cpu) = (f64::MAX, f64::MAX);
     for _ in 0..20 {
