@@ -609,3 +609,82 @@ fn keras_tanh_gelu_fuses_into_one_node_with_the_ops_results() {
         assert_close(&got[0].1, &want[0].1);
     }
 }
+
+/// x (fed as "x") times s (fed as "r") in `order`, then a convolution by constant weights `w`
+/// and a bias: the Mul of a squeeze-and-excitation block before its projection.
+fn scaled_conv_graph(w: &Tensor, c: &Tensor, order: [&str; 2]) -> Vec<NodeDef> {
+    vec![
+        node("x", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        node("r", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        constant("w", w),
+        constant("c", c),
+        mul("m", order[0], order[1]),
+        node(
+            "conv",
+            "Conv2D",
+            &["m", "w"],
+            vec![
+                ("T", FLOAT),
+                ("strides", ints(&[1, 1, 1, 1])),
+                ("padding", A::S(b"SAME".to_vec())),
+            ],
+        ),
+        node("y", "BiasAdd", &["conv", "c"], vec![("T", FLOAT)]),
+    ]
+}
+
+/// Compiles the graph, checks its steps, and compares a run on x and s with the ops run one
+/// by one (Mul, Conv2D, BiasAdd).
+fn check_scaled_conv(w_shape: &[usize], x_shape: &[usize], s_shape: &[usize], order: [&str; 2]) {
+    let (w, c) = (tensor(w_shape, 3), tensor(&[w_shape[3]], 4));
+    let (library, plan) = compile(&scaled_conv_graph(&w, &c, order), "y");
+    assert_eq!(plan.ops(), vec!["_FusedConv2D"], "{x_shape:?} {s_shape:?}");
+    let (x, s) = (tensor(x_shape, 1), tensor(s_shape, 2));
+    let args = vec![
+        Value::Tensor(Arc::new(x.clone())),
+        Value::Tensor(Arc::new(s.clone())),
+    ];
+    let got = plan.run(&library.context(), &args).unwrap();
+    let run = |n: &NodeDef, inputs: Vec<Tensor>| tensor_of(&run_node(n, inputs).unwrap()[0]);
+    let product = match order {
+        ["x", _] => vec![x, s],
+        _ => vec![s, x],
+    };
+    let m = run(&node("n", "Mul", &[], vec![("T", FLOAT)]), product);
+    let conv = run(&conv("Conv2D", 1, "SAME"), vec![m, w]);
+    let want = run(
+        &node("n", "BiasAdd", &[], vec![("T", FLOAT)]),
+        vec![conv, c],
+    );
+    assert_close(&tensor_of(&got[0]), &want);
+}
+
+#[test]
+fn a_mul_by_channel_factors_folds_into_the_next_convolution() {
+    // Folded into the weights: one factor per channel, fewer weights than feature values.
+    check_scaled_conv(&[1, 1, 16, 8], &[1, 9, 8, 16], &[1, 1, 1, 16], ["x", "r"]);
+    check_scaled_conv(&[1, 1, 16, 8], &[1, 9, 8, 16], &[1, 1, 1, 16], ["r", "x"]);
+    check_scaled_conv(&[1, 1, 16, 8], &[3, 9, 8, 16], &[16], ["x", "r"]);
+    check_scaled_conv(&[3, 3, 16, 8], &[1, 12, 10, 16], &[1, 16], ["x", "r"]);
+    // TensorFlow's Mul first: factors per image of a batch, factors per pixel, more weights
+    // than feature values.
+    check_scaled_conv(&[1, 1, 16, 8], &[2, 9, 8, 16], &[2, 1, 1, 16], ["x", "r"]);
+    check_scaled_conv(&[1, 1, 16, 8], &[1, 9, 8, 16], &[1, 9, 8, 1], ["x", "r"]);
+    check_scaled_conv(&[3, 3, 16, 64], &[1, 4, 4, 16], &[1, 1, 1, 16], ["x", "r"]);
+}
+
+#[test]
+fn a_mul_read_elsewhere_stays_a_mul() {
+    let (w, c) = (tensor(&[1, 1, 4, 4], 3), tensor(&[4], 4));
+    let mut nodes = scaled_conv_graph(&w, &c, ["x", "r"]);
+    nodes.push(node(
+        "z",
+        "AddN",
+        &["y", "m"],
+        vec![("T", FLOAT), ("N", A::I(2))],
+    ));
+    let (_, plan) = compile(&nodes, "z");
+    let mut ops = plan.ops();
+    ops.sort_unstable();
+    assert_eq!(ops, vec!["AddN", "Mul", "_FusedConv2D"]);
+}

@@ -170,6 +170,37 @@ fn inputs_by_position_are_counted_and_checked() {
     );
 }
 
+/// One image at a time, swish_cnn's squeeze-and-excitation Mul folds into the weights of the
+/// convolution after it (engine::fuse_scale: one factor per channel of a batch of one); each
+/// image's output is the row TensorFlow recorded for it in the batch.
+#[test]
+fn squeeze_excitation_folded_into_weights_gives_tensorflows_rows() {
+    let dir = common::native_models()
+        .into_iter()
+        .find(|d| d.ends_with("swish_cnn"))
+        .unwrap();
+    let model = Model::load(&dir, &LoadOptions::default()).unwrap();
+    let (inputs, expected) = recorded(&dir).remove("serving_default").unwrap();
+    let ([(key, images)], Some(rows)) = (inputs.as_slice(), expected.get("output_0")) else {
+        panic!("swish_cnn records one input and output_0");
+    };
+    let row = |t: &Tensor, i: usize| {
+        let size = t.len() / t.shape()[0];
+        let values = t.values::<f32>().unwrap()[i * size..(i + 1) * size].to_vec();
+        Tensor::from_vec([&[1], &t.shape()[1..]].concat(), values)
+    };
+    for i in 0..images.shape()[0] {
+        let outputs = model
+            .run("serving_default", vec![(key.clone(), row(images, i))])
+            .unwrap();
+        let [(name, output)] = outputs.as_slice() else {
+            panic!("one output expected, got {}", outputs.len());
+        };
+        assert_eq!(name, "output_0");
+        close(output, &row(rows, i)).unwrap_or_else(|why| panic!("image {i}: {why}"));
+    }
+}
+
 /// A model the native engine cannot run yet fails to load naming exactly the op types
 /// `numpy_only.txt` lists for it, so that the list shrinks as the engine gains kernels.
 #[test]

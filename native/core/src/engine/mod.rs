@@ -8,6 +8,7 @@ pub mod fuse;
 pub mod fuse_gelu;
 pub mod fuse_lstm;
 pub mod fuse_rnn;
+pub mod fuse_scale;
 pub mod graph;
 pub mod ir;
 pub mod kernel;

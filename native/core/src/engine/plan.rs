@@ -114,6 +114,9 @@ impl Plan {
         crate::engine::fuse::fuse(&mut ir, library.registry(), library.scaled_weights());
         crate::engine::fuse::fuse_affine(&mut ir, library.registry());
         ir.prune();
+        if crate::engine::fuse_scale::fuse_input_scale(&mut ir, library.registry()) {
+            ir.prune();
+        }
         let function = if body.place == "the graph" {
             String::new()
         } else {

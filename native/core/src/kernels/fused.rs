@@ -15,8 +15,10 @@ use std::sync::{Arc, OnceLock};
 
 use crate::dtype::DType;
 use crate::engine::fuse::{CHANNEL_AFFINE, FUSED_ACTIVATIONS, SWISH};
+use crate::engine::fuse_scale::INPUT_SCALE;
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::Value;
+use crate::kernels::fused_scale::scaled_input;
 use crate::kernels::math::fast::{sigmoid, swish, tanh, Fma, Madd, Separate};
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::output::{zeroed_chunks, Split};
@@ -62,12 +64,14 @@ enum Direct {
 }
 
 /// What follows the base op: its bias, an optional residual input, an activation, and an
-/// optional scale and shift after it.
+/// optional scale and shift after it; and whether its input is a product (engine::fuse_scale:
+/// the other factor is the last input).
 #[derive(Clone, Copy)]
 struct Tail {
     activation: Activation,
     residual: bool,
     post: bool,
+    input_scale: bool,
 }
 
 /// The per-channel scale and shift applied after the activation.
@@ -98,8 +102,16 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     .filter(|d| match d {
         Direct::Conv(s) | Direct::Depthwise(s) => !s.channels_first,
     });
-    let add = residual_add(node)?;
-    let arity = 3 + usize::from(tail.residual) + 2 * usize::from(tail.post);
+    let add = float32_kernel(node, "AddV2")?;
+    let mul = match tail.input_scale {
+        true if matches!(direct, Some(Direct::Conv(_))) => {
+            Some(float32_kernel(node, "Mul")?.ok_or_else(|| "no kernel for Mul".to_string())?)
+        }
+        true => return Err(format!("{INPUT_SCALE} is only for an NHWC Conv2D")),
+        false => None,
+    };
+    let post_at = 3 + usize::from(tail.residual);
+    let arity = post_at + 2 * usize::from(tail.post) + usize::from(tail.input_scale);
     let kept: OnceLock<Patterns> = OnceLock::new();
     Ok(boxed(move |ctx, inputs| {
         if inputs.len() != arity {
@@ -108,8 +120,8 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
         let mut constants = vec![tensor_input(inputs, 2)?];
         if tail.post {
             constants.extend([
-                tensor_input(inputs, arity - 2)?,
-                tensor_input(inputs, arity - 1)?,
+                tensor_input(inputs, post_at)?,
+                tensor_input(inputs, post_at + 1)?,
             ]);
         }
         let channels = per_channel(&constants)?;
@@ -119,13 +131,20 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
             true => Some(tensor_input(inputs, 3)?),
             false => None,
         };
+        let (x, filter) = (tensor_input(inputs, 0)?, tensor_input(inputs, 1)?);
+        let (x, filter) = match &mul {
+            Some(mul) => {
+                let factors = tensor_input(inputs, arity - 1)?;
+                scaled_input(ctx, mul.as_ref(), [x, factors], filter)?
+            }
+            None => (x, filter),
+        };
         if let Some(direct) = &direct {
-            let (x, filter) = (tensor_input(inputs, 0)?, tensor_input(inputs, 1)?);
             if let Some(out) = convolve(direct, &x, &filter, residual.as_deref(), pass)? {
                 return Ok(vec![Value::Tensor(Arc::new(out))]);
             }
         }
-        let mut outputs = inner.run(ctx, &inputs[..2])?;
+        let mut outputs = inner.run(ctx, &[Value::Tensor(x), Value::Tensor(filter)])?;
         let Some(Value::Tensor(out)) = outputs.first_mut() else {
             return Err(fail("the base op gave no tensor"));
         };
@@ -178,6 +197,7 @@ fn tail(node: &NodeSpec) -> Result<Tail, String> {
         activation,
         residual,
         post,
+        input_scale: node.attrs.bool_or(INPUT_SCALE, false)?,
     })
 }
 
@@ -436,10 +456,11 @@ fn tiled_affine(
     )
 }
 
-/// TensorFlow's AddV2 on float32, for residuals that broadcast.
-fn residual_add(node: &NodeSpec) -> Result<Option<Box<dyn Kernel>>, String> {
+/// TensorFlow's binary `op` on float32: AddV2 for residuals that broadcast, Mul for an input
+/// product that cannot fold into the weights.
+fn float32_kernel(node: &NodeSpec, op: &str) -> Result<Option<Box<dyn Kernel>>, String> {
     let registry = crate::kernels::registry();
-    let Some(info) = registry.get("AddV2") else {
+    let Some(info) = registry.get(op) else {
         return Ok(None);
     };
     let mut attrs = std::collections::HashMap::new();
@@ -453,7 +474,7 @@ fn residual_add(node: &NodeSpec) -> Result<Option<Box<dyn Kernel>>, String> {
     );
     (info.factory)(&NodeSpec {
         name: node.name,
-        op: "AddV2",
+        op,
         attrs: crate::engine::attrs::Attrs::new(&attrs),
         num_inputs: 2,
     })

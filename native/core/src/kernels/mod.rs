@@ -10,6 +10,7 @@ pub mod codecs;
 pub mod control;
 pub mod control_v1;
 pub mod fused;
+mod fused_scale;
 pub mod gelu;
 pub mod image;
 pub mod linalg;
