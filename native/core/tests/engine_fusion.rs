@@ -583,6 +583,72 @@ fn an_affine_chain_read_elsewhere_is_left_alone() {
     );
 }
 
+/// x, then each of `steps` (op, constant) on the previous node; the last node's name.
+fn chain_graph(steps: &[(&str, Tensor)]) -> (Vec<NodeDef>, String) {
+    let mut nodes = vec![
+        node("x", "Placeholder", &[], vec![("dtype", FLOAT)]),
+        node("r", "Placeholder", &[], vec![("dtype", FLOAT)]),
+    ];
+    let mut last = "x".to_string();
+    for (i, (op, c)) in steps.iter().enumerate() {
+        let (name, constant_name) = (format!("n{i}"), format!("c{i}"));
+        nodes.push(constant(&constant_name, c));
+        nodes.push(node(
+            &name,
+            op,
+            &[&last, &constant_name],
+            vec![("T", FLOAT)],
+        ));
+        last = name;
+    }
+    (nodes, last)
+}
+
+fn scalar(value: f32) -> Tensor {
+    Tensor::from_vec(vec![], vec![value])
+}
+
+/// Keras' Rescaling then Normalization on an RGB image: x * (1/255) + 0 by single values,
+/// then - mean and / std per channel, becomes one affine step (scale and shift per channel)
+/// that gives what the four ops give one by one.
+#[test]
+fn rescaling_then_normalization_become_one_step() {
+    let std = Tensor::from_vec(vec![3], vec![0.23f32, 0.5, 1.7]);
+    let steps = [
+        ("Mul", scalar(1.0 / 255.0)),
+        ("AddV2", scalar(0.0)),
+        ("Sub", tensor(&[3], 3)),
+        ("RealDiv", std),
+    ];
+    let (nodes, last) = chain_graph(&steps);
+    let (library, plan) = compile(&nodes, &last);
+    assert_eq!(plan.ops(), vec!["_SavedModelChannelAffine"]);
+    let pixels = (0..210).map(|i| (i * 37 % 256) as f32).collect();
+    let x = Tensor::from_vec(vec![2, 7, 5, 3], pixels);
+    let args = vec![
+        Value::Tensor(Arc::new(x.clone())),
+        Value::Tensor(Arc::new(tensor(&[1], 2))),
+    ];
+    let got = plan.run(&library.context(), &args).unwrap();
+    let mut want = x;
+    for (op, c) in steps {
+        let n = node("n", op, &[], vec![("T", FLOAT)]);
+        want = tensor_of(&run_node(&n, vec![want, c]).unwrap()[0]);
+    }
+    assert_close(&tensor_of(&got[0]), &want);
+}
+
+#[test]
+fn division_by_zero_or_single_value_steps_alone_stay_ops() {
+    let zero = Tensor::from_vec(vec![3], vec![1.0f32, 0.0, 2.0]);
+    let divided = [("Sub", tensor(&[3], 3)), ("RealDiv", zero)];
+    let scalars = [("Mul", scalar(0.5)), ("AddV2", scalar(1.0))];
+    for (steps, ops) in [(divided, ["Sub", "RealDiv"]), (scalars, ["Mul", "AddV2"])] {
+        let (nodes, last) = chain_graph(&steps);
+        assert_eq!(compile(&nodes, &last).1.ops(), ops);
+    }
+}
+
 /// GELU's tanh form as Keras writes it (tanh_gelu: after a Dense layer, read also by a
 /// residual Add, and as the output) becomes one `_SavedModelGelu` node each time, and the
 /// model gives what its eight element-wise ops give run one by one.

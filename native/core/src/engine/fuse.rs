@@ -1,6 +1,6 @@
 //! Fusion: rewriting a convolution or matmul with constant weights, followed by a chain of
-//! per-channel affine ops (BiasAdd, Add, Sub and Mul by constants: biases and inference-mode
-//! batch normalization), optionally an Add of a tensor computed at run time (a residual
+//! per-channel affine ops (BiasAdd, Add, Sub, Mul and RealDiv by constants: biases,
+//! inference-mode batch normalization, Keras' Normalization), optionally an Add of a tensor computed at run time (a residual
 //! connection) and an optional activation, into one node of TensorFlow's internal fused ops
 //! (`_FusedConv2D`, `_FusedDepthwiseConv2dNative`, `_FusedMatMul`: fused_ops
 //! `[BiasAdd, (Add,) (<activation>)]`, the residual as a fourth input). The scales are
@@ -231,7 +231,7 @@ fn match_chain(ir: &Ir, i: usize, uses: &Uses, shared: &ScaledWeights) -> Option
         if residual.is_some() || constant_rank(ir, node) > rank {
             break;
         }
-        if !affine_step(ir, node, name, channels, &mut scale, &mut shift) {
+        if !affine_step(ir, node, &output(name), channels, &mut scale, &mut shift) {
             match residual_of(ir, node, name) {
                 Some(other) => residual = Some(other),
                 None => break,
@@ -283,7 +283,7 @@ fn post_affine(
         };
         let node = &ir.nodes[next];
         if constant_rank(ir, node) > rank
-            || !affine_step(ir, node, name, channels, &mut scale, &mut shift)
+            || !affine_step(ir, node, &output(name), channels, &mut scale, &mut shift)
         {
             break;
         }
@@ -305,7 +305,9 @@ struct AffineRewrite {
 }
 
 /// The standalone affine chain starting at node `i` (a step by a constant on a run-time
-/// tensor), if it has at least two ops.
+/// tensor), if it has at least two ops and one of its constants has several channels. Steps
+/// by a single value may come before the first per-channel one (Keras' Rescaling, then
+/// Normalization: x * (1/255) + 0, - mean, / std over an image's three channels).
 fn match_affine(ir: &Ir, i: usize, uses: &Uses) -> Option<AffineRewrite> {
     let first = &ir.nodes[i];
     if uses.absorbed.contains(&i) || first.inputs.len() != 2 || !float32(first) {
@@ -316,16 +318,10 @@ fn match_affine(ir: &Ir, i: usize, uses: &Uses) -> Option<AffineRewrite> {
         (Some(Value::Tensor(c)), None) => (first.inputs[1].clone(), c),
         _ => return None,
     };
-    let Src::Node(x, 0) = &input else {
-        return None;
-    };
-    let channels = *constant.shape().last()?;
-    if channels < 2 {
-        return None;
-    }
+    let mut channels = constant.shape().last().copied().unwrap_or(1);
     let mut scale = vec![1f32; channels];
     let mut shift = vec![0f32; channels];
-    if !affine_step(ir, first, x, channels, &mut scale, &mut shift) {
+    if !affine_step(ir, first, &input, channels, &mut scale, &mut shift) {
         return None;
     }
     let mut rank = constant.shape().len();
@@ -343,14 +339,21 @@ fn match_affine(ir: &Ir, i: usize, uses: &Uses) -> Option<AffineRewrite> {
             absorbed.push(next);
             break;
         }
-        if !affine_step(ir, node, name, channels, &mut scale, &mut shift) {
+        let wider = constant_channels(ir, node).filter(|&c| channels == 1 && c > 1);
+        let (mut s, mut h) = match wider {
+            Some(c) => (vec![scale[0]; c], vec![shift[0]; c]),
+            None => (scale.clone(), shift.clone()),
+        };
+        let width = wider.unwrap_or(channels);
+        if !affine_step(ir, node, &output(name), width, &mut s, &mut h) {
             break;
         }
+        (scale, shift, channels) = (s, h, width);
         rank = rank.max(constant_rank(ir, node));
         absorbed.push(next);
         current = next;
     }
-    (absorbed.len() >= 2).then_some(AffineRewrite {
+    (absorbed.len() >= 2 && channels >= 2).then_some(AffineRewrite {
         input,
         absorbed,
         scale,
@@ -370,6 +373,19 @@ fn sole_reader(ir: &Ir, uses: &Uses, name: &str) -> Option<usize> {
         Some(&[j]) if !uses.absorbed.contains(&j) && ir.nodes[j].control.is_empty() => Some(j),
         _ => None,
     }
+}
+
+/// A node's first output.
+fn output(name: &str) -> Src {
+    Src::Node(name.to_string(), 0)
+}
+
+/// The last dimension of the constant operand of an affine step (1 for a scalar).
+fn constant_channels(ir: &Ir, node: &IrNode) -> Option<usize> {
+    node.inputs.iter().find_map(|s| match ir.known(s) {
+        Some(Value::Tensor(c)) => Some(c.shape().last().copied().unwrap_or(1)),
+        _ => None,
+    })
 }
 
 /// The rank of the constant operand of an affine step.
@@ -517,12 +533,13 @@ fn residual_of(ir: &Ir, node: &IrNode, input: &str) -> Option<Src> {
     ir.known(other).is_none().then(|| other.clone())
 }
 
-/// Folds one BiasAdd/Add/AddV2/Sub/Mul by a per-channel constant into (scale, shift);
-/// false if `node` is not such a step on `input`.
+/// Folds one BiasAdd/Add/AddV2/Sub/Mul/RealDiv by a per-channel constant into (scale, shift)
+/// (a RealDiv only by finite nonzero divisors, which divide the scale and shift exactly as
+/// they would the values); false if `node` is not such a step on `input`.
 fn affine_step(
     ir: &Ir,
     node: &IrNode,
-    input: &str,
+    input: &Src,
     channels: usize,
     scale: &mut [f32],
     shift: &mut [f32],
@@ -530,7 +547,7 @@ fn affine_step(
     if node.inputs.len() != 2 || !float32(node) {
         return false;
     }
-    let ours = |s: &Src| matches!(s, Src::Node(n, 0) if n == input);
+    let ours = |s: &Src| s == input;
     let (first_is_ours, other) = match (&node.inputs[0], &node.inputs[1]) {
         (a, b) if ours(a) && !ours(b) => (true, b),
         (a, b) if ours(b) && !ours(a) => (false, a),
@@ -564,6 +581,12 @@ fn affine_step(
             for ((sc, sh), c) in scale.iter_mut().zip(shift.iter_mut()).zip(&per_channel) {
                 *sc *= c;
                 *sh *= c;
+            }
+        }
+        "RealDiv" if first_is_ours && per_channel.iter().all(|c| c.is_finite() && *c != 0.0) => {
+            for ((sc, sh), c) in scale.iter_mut().zip(shift.iter_mut()).zip(&per_channel) {
+                *sc /= c;
+                *sh /= c;
             }
         }
         _ => return false,
