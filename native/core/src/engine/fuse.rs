@@ -1,14 +1,15 @@
 //! Fusion: rewriting a convolution or matmul with constant weights, followed by a chain of
 //! per-channel affine ops (BiasAdd, Add, Sub, Mul and RealDiv by constants: biases,
-//! inference-mode batch normalization, Keras' Normalization), optionally an Add of a tensor computed at run time (a residual
-//! connection) and an optional activation, into one node of TensorFlow's internal fused ops
-//! (`_FusedConv2D`, `_FusedDepthwiseConv2dNative`, `_FusedMatMul`: fused_ops
-//! `[BiasAdd, (Add,) (<activation>)]`, the residual as a fourth input). The scales are
-//! multiplied into the weights and the shifts become the bias, so the chain costs one pass over
-//! the output instead of one per op. Per-channel steps after the activation (Keras'
-//! `Conv2D(activation=...)` then `BatchNormalization`) cannot move into the weights; they
-//! become a scale and a shift the fused kernel applies in the same pass (fused_ops ending in
-//! `_SavedModelChannelAffine`, the project's own, with the two as the last inputs).
+//! inference-mode batch normalization, Keras' Normalization), optionally an Add of a tensor
+//! computed at run time (a residual connection) and an optional activation, into one node of
+//! TensorFlow's internal fused ops (`_FusedConv2D`, `_FusedDepthwiseConv2dNative`,
+//! `_FusedMatMul`: fused_ops `[BiasAdd, (Add,) (<activation>)]`, the residual as a fourth
+//! input). The scales are multiplied into the weights and the shifts become the bias, so the
+//! chain costs one pass over the output instead of one per op. Per-channel steps after the
+//! activation (Keras' `Conv2D(activation=...)` then `BatchNormalization`) cannot move into the
+//! weights; they become a scale and a shift the fused kernel applies in the same pass
+//! (fused_ops ending in `_SavedModelChannelAffine`, the project's own, with the two as the last
+//! inputs).
 //!
 //! Patterns are matched after folding, so weights and batch-norm statistics are constants;
 //! only float32 NHWC chains whose intermediate results nothing else reads are rewritten.
@@ -534,8 +535,8 @@ fn residual_of(ir: &Ir, node: &IrNode, input: &str) -> Option<Src> {
 }
 
 /// Folds one BiasAdd/Add/AddV2/Sub/Mul/RealDiv by a per-channel constant into (scale, shift)
-/// (a RealDiv only by finite nonzero divisors, which divide the scale and shift exactly as
-/// they would the values); false if `node` is not such a step on `input`.
+/// (a RealDiv only by finite nonzero divisors, which then divide the scale and shift as they
+/// would the values); false if `node` is not such a step on `input`.
 fn affine_step(
     ir: &Ir,
     node: &IrNode,
