@@ -149,10 +149,7 @@ fn inputs_in_the_signatures_order_give_tensorflows_outputs() {
 
 #[test]
 fn inputs_by_position_are_counted_and_checked() {
-    let dir = common::saved_models()
-        .into_iter()
-        .find(|d| d.ends_with("keras_mlp"))
-        .unwrap();
+    let dir = common::model_dir("keras_mlp");
     let model = Model::load(&dir, &LoadOptions::default()).unwrap();
     let options = RunOptions::default();
     let err = model
@@ -175,10 +172,7 @@ fn inputs_by_position_are_counted_and_checked() {
 /// image's output is the row TensorFlow recorded for it in the batch.
 #[test]
 fn squeeze_excitation_folded_into_weights_gives_tensorflows_rows() {
-    let dir = common::native_models()
-        .into_iter()
-        .find(|d| d.ends_with("swish_cnn"))
-        .unwrap();
+    let dir = common::model_dir("swish_cnn");
     let model = Model::load(&dir, &LoadOptions::default()).unwrap();
     let (inputs, expected) = recorded(&dir).remove("serving_default").unwrap();
     let ([(key, images)], Some(rows)) = (inputs.as_slice(), expected.get("output_0")) else {

@@ -59,6 +59,14 @@ pub fn native_models() -> Vec<PathBuf> {
         .collect()
 }
 
+/// The fixtures' SavedModel directory called `name` (with its recorded `.io.npz`).
+pub fn model_dir(name: &str) -> PathBuf {
+    saved_models()
+        .into_iter()
+        .find(|dir| dir.ends_with(name))
+        .unwrap_or_else(|| panic!("no SavedModel fixture named {name}"))
+}
+
 /// Every SavedModel directory the fixtures hold, with the `.io.npz` TensorFlow recorded for it.
 pub fn saved_models() -> Vec<PathBuf> {
     let mut dirs = Vec::new();

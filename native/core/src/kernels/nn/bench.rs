@@ -55,6 +55,9 @@ pub(crate) fn time(label: &str, flops: f64, mut f: impl FnMut()) {
     );
 }
 
+/// One SAME-padded convolution of 20 calls, its shape from the environment: B_N images of
+/// B_HW x B_HW x B_C, a B_K x B_K filter to B_O channels, stride B_S (e.g. MobileNetV2's stem:
+/// `B_HW=224 B_C=3 B_O=32 B_S=2`).
 #[test]
 #[ignore = "timing only"]
 fn bench_one_conv() {
@@ -64,18 +67,20 @@ fn bench_one_conv() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(d)
     };
-    let (n, hw, c, o, k) = (
+    let (n, hw, c, o, k, stride) = (
         env("B_N", 1),
         env("B_HW", 56),
         env("B_C", 64),
         env("B_O", 64),
         env("B_K", 3),
+        env("B_S", 1),
     );
     let (x, f) = (tensor(&[n, hw, hw, c]), tensor(&[k, k, c, o]));
-    let s = spec(1);
-    let flops = 2.0 * (n * hw * hw * o * k * k * c) as f64;
+    let s = spec(stride);
+    let out = hw.div_ceil(stride);
+    let flops = 2.0 * (n * out * out * o * k * k * c) as f64;
     time(
-        &format!("conv {n}x{hw}x{hw}x{c} -> {o} {k}x{k}"),
+        &format!("conv {n}x{hw}x{hw}x{c} -> {o} {k}x{k} /{stride}"),
         flops * 20.0,
         || {
             for _ in 0..20 {

@@ -26,6 +26,9 @@ use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
 
+#[cfg(target_arch = "x86_64")]
+mod simd;
+
 /// Output channels are taken in chunks of this many lanes (one AVX2 register).
 const LANES: usize = 8;
 
@@ -170,6 +173,8 @@ struct Scratch {
     row: Vec<f32>,
     /// The row's taps (see [`Line`]).
     taps: Vec<(usize, usize)>,
+    /// The row's steps by tap and input channel (see `simd::row`).
+    steps: Vec<(usize, usize)>,
 }
 
 /// One output row into `row` (`rows.o` channels a pixel), through `scratch.row` when the
@@ -184,7 +189,7 @@ fn store_row(
 ) {
     let (x, cols) = pad_lines(rows, lines, x, &mut scratch.lines);
     let (c, wide) = (rows.c, rows.o.div_ceil(LANES) * LANES);
-    let taps = &mut scratch.taps;
+    let (taps, steps) = (&mut scratch.taps, &mut scratch.steps);
     taps.clear();
     for &(start, outer) in lines.iter() {
         for j in 0..cols.window {
@@ -199,13 +204,13 @@ fn store_row(
         x,
     };
     if wide == rows.o {
-        row_kernel(rows.o, c, &line, filter, row);
+        any_row(rows.o, c, &line, filter, row, steps);
         return;
     }
     let padded = &mut scratch.row;
     padded.clear();
     padded.resize(rows.cols.out * wide, 0.0);
-    row_kernel(rows.o, c, &line, filter, padded);
+    any_row(rows.o, c, &line, filter, padded, steps);
     for (dst, src) in row.chunks_exact_mut(rows.o).zip(padded.chunks_exact(wide)) {
         dst.copy_from_slice(&src[..rows.o]);
     }
@@ -244,6 +249,26 @@ fn pad_lines<'a>(
         *start = k * len;
     }
     (buffer, Axis { before: 0, ..cols })
+}
+
+/// One output row of `o` (padded) channels: in AVX2 intrinsics (simd.rs, `steps` its
+/// scratch space) on CPUs with AVX2 and FMA but not AVX-512, else through [`row_kernel`].
+fn any_row(
+    o: usize,
+    c: usize,
+    line: &Line,
+    filter: &[f32],
+    row: &mut [f32],
+    steps: &mut Vec<(usize, usize)>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if simd::chosen(o) {
+        simd::row(c, line, filter, row, steps);
+        return;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = steps;
+    row_kernel(o, c, line, filter, row);
 }
 
 /// One output row of `o` (padded) channels, compiled for AVX-512, AVX2+FMA and the baseline
