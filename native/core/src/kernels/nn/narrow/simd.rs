@@ -165,19 +165,7 @@ fn store(values: &mut [f32], at: usize, v: __m256) {
 mod tests {
     use super::*;
     use crate::kernels::nn::narrow::row_kernel;
-
-    /// Values spread over [-1, 1) with no pattern a wrong index could hide behind.
-    fn values(count: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..count)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
+    use crate::kernels::test_util::values;
 
     #[test]
     fn rows_equal_the_portable_bodys_bit_for_bit() {
@@ -191,8 +179,8 @@ mod tests {
             for total in 1..=4 {
                 for (out, stride) in [(1, 1), (2, 2), (5, 1), (6, 2), (11, 1), (13, 2)] {
                     let line_len = ((out - 1) * stride + 3) * c;
-                    let x = values(2 * line_len, (c * 10 + total) as u64);
-                    let filter = values(6 * c * total * LANES, out as u64);
+                    let x = values((c * 10 + total) as u32, 2 * line_len, 1);
+                    let filter = values(out as u32, 6 * c * total * LANES, 1);
                     let taps: Vec<(usize, usize)> = (0..6)
                         .map(|t| ((t / 3) * line_len + (t % 3) * c, t * c * total))
                         .collect();
