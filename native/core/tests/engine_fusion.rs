@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::node;
+use common::{constant, ints, node, values};
 use std::sync::Arc;
 
 use savedmodel_core::engine::context::FileAccess;
@@ -14,53 +14,14 @@ use savedmodel_core::engine::library::Library;
 use savedmodel_core::engine::plan::{Plan, Request};
 use savedmodel_core::engine::{run_node, Value};
 use savedmodel_core::kernels::registry;
-use savedmodel_core::protos::attr_value::{ListValue, Value as A};
-use savedmodel_core::protos::{NodeDef, TensorProto};
-use savedmodel_core::{DType, Tensor};
+use savedmodel_core::protos::attr_value::Value as A;
+use savedmodel_core::protos::NodeDef;
+use savedmodel_core::Tensor;
 
 const FLOAT: A = A::Type(1);
 
-fn ints(values: &[i64]) -> A {
-    A::List(Box::new(ListValue {
-        i: values.to_vec(),
-        ..Default::default()
-    }))
-}
-
-/// Deterministic values in [-1, 1).
-fn values(count: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..count)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 fn tensor(shape: &[usize], seed: u64) -> Tensor {
     Tensor::from_vec(shape.to_vec(), values(shape.iter().product(), seed))
-}
-
-fn constant(name: &str, t: &Tensor) -> NodeDef {
-    let proto = TensorProto {
-        dtype: DType::Float32.to_proto(),
-        tensor_shape: Some(savedmodel_core::tensor_proto::shape_proto(
-            &t.shape().iter().map(|&d| d as i64).collect::<Vec<_>>(),
-        )),
-        tensor_content: t.storage().to_le_bytes(),
-        ..Default::default()
-    };
-    node(
-        name,
-        "Const",
-        &[],
-        vec![("dtype", FLOAT), ("value", A::Tensor(Box::new(proto)))],
-    )
 }
 
 /// One layer: `base` of input x by weights w, then `rest` (op, second input) in order.

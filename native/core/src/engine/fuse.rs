@@ -131,7 +131,7 @@ pub(crate) struct Uses {
     data: HashMap<(String, usize), usize>,
     pinned: std::collections::HashSet<String>,
     /// The nodes reading each node's outputs.
-    consumers: HashMap<String, Vec<usize>>,
+    pub(crate) consumers: HashMap<String, Vec<usize>>,
     /// Nodes inside a chain already rewritten: still in the IR until pruned, but no longer
     /// computed, so no other chain may extend through them.
     absorbed: std::collections::HashSet<usize>,

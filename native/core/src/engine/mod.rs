@@ -5,6 +5,7 @@ pub mod context;
 pub mod frames;
 pub mod frozen;
 pub mod fuse;
+pub mod fuse_block;
 pub mod fuse_gelu;
 pub mod fuse_lstm;
 pub mod fuse_rnn;

@@ -117,6 +117,9 @@ impl Plan {
         if crate::engine::fuse_scale::fuse_input_scale(&mut ir, library.registry()) {
             ir.prune();
         }
+        if crate::engine::fuse_block::fuse_blocks(&mut ir, library.registry()) {
+            ir.prune();
+        }
         let function = if body.place == "the graph" {
             String::new()
         } else {

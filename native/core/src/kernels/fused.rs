@@ -170,6 +170,57 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     }))
 }
 
+/// The output pass of a `_Fused*` node that another kernel runs inside its own loops
+/// (kernels/bottleneck.rs): its fused_ops parsed once, its bias's patterns kept between
+/// calls. Offered for passes whose extra inputs are a bias and a residual only.
+pub(crate) struct OutputPass {
+    tail: Tail,
+    kept: OnceLock<Patterns>,
+}
+
+impl OutputPass {
+    /// The node's pass; None when it also scales its input or scales and shifts its output.
+    pub(crate) fn of(node: &NodeSpec) -> Result<Option<OutputPass>, String> {
+        let tail = tail(node)?;
+        Ok((!tail.post && !tail.input_scale).then(|| OutputPass {
+            tail,
+            kept: OnceLock::new(),
+        }))
+    }
+
+    /// Whether the pass adds a residual input (the node's fourth).
+    pub(crate) fn residual(&self) -> bool {
+        self.tail.residual
+    }
+
+    /// The pass with the values of `bias`, which must be `channels` float32 values; `fresh`
+    /// holds the patterns when `bias` is not the tensor of the first call.
+    pub(crate) fn rows<'a>(
+        &'a self,
+        bias: &Arc<Tensor>,
+        channels: usize,
+        fresh: &'a mut Option<Patterns>,
+    ) -> KResult<RowPass<'a>> {
+        let bias = std::slice::from_ref(bias);
+        check_bias(per_channel(bias)?, channels)?;
+        let patterns = patterns_of(&self.kept, fresh, bias);
+        Ok(RowPass(Pass::new(channels, self.tail, patterns)))
+    }
+}
+
+/// An [`OutputPass`] ready to apply.
+#[derive(Clone, Copy)]
+pub(crate) struct RowPass<'a>(Pass<'a>);
+
+impl RowPass<'_> {
+    /// The pass over whole rows of output pixels (channels last), `residual` holding the
+    /// residual input's values at the same places.
+    pub(crate) fn apply(&self, rows: &mut [f32], residual: Option<&[f32]>) {
+        let pass = self.0;
+        apply(rows, pass.bias, residual, pass.activation, pass.post);
+    }
+}
+
 /// The activation, whether there is a residual input and whether a scale and shift follow
 /// the activation, from fused_ops and num_args.
 fn tail(node: &NodeSpec) -> Result<Tail, String> {
@@ -310,7 +361,7 @@ fn channel_affine(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
 /// wide with a scalar tail, and one flat loop for a single bias value ran 3x slower than rows
 /// (measured, `bench_epilogue`). The constants come from the plan, so the patterns are made on
 /// a kernel's first call and kept while the same tensors come back: no copy per output tile.
-struct Patterns {
+pub(crate) struct Patterns {
     sources: Vec<Arc<Tensor>>,
     tiled: Vec<Vec<f32>>,
 }

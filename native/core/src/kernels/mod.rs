@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use crate::engine::Registry;
 
 pub mod array;
+pub mod bottleneck;
 pub mod codecs;
 pub mod control;
 pub mod control_v1;
@@ -51,6 +52,7 @@ pub fn registry() -> Arc<Registry> {
             signal::register(&mut r);
             // Last: the fused ops exist for the base ops registered above.
             fused::register(&mut r);
+            bottleneck::register(&mut r);
             gelu::register(&mut r);
             rnn::register(&mut r);
             rnn_loop::register(&mut r);

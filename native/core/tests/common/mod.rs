@@ -148,3 +148,44 @@ pub fn write_table_listing_data_block(path: &Path, records: &[(Vec<u8>, Vec<u8>)
     file.extend(footer);
     std::fs::write(path, file).unwrap();
 }
+
+/// Deterministic values in [-1, 1).
+pub fn values(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..count)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// An integer list attribute.
+pub fn ints(values: &[i64]) -> A {
+    A::List(Box::new(savedmodel_core::protos::attr_value::ListValue {
+        i: values.to_vec(),
+        ..Default::default()
+    }))
+}
+
+/// A float32 Const node holding `t`.
+pub fn constant(name: &str, t: &Tensor) -> NodeDef {
+    let proto = savedmodel_core::protos::TensorProto {
+        dtype: savedmodel_core::DType::Float32.to_proto(),
+        tensor_shape: Some(savedmodel_core::tensor_proto::shape_proto(
+            &t.shape().iter().map(|&d| d as i64).collect::<Vec<_>>(),
+        )),
+        tensor_content: t.storage().to_le_bytes(),
+        ..Default::default()
+    };
+    node(
+        name,
+        "Const",
+        &[],
+        vec![("dtype", A::Type(1)), ("value", A::Tensor(Box::new(proto)))],
+    )
+}

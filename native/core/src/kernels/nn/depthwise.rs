@@ -6,6 +6,8 @@
 //! tap over a whole row of channels. Output rows are spread over rayon's threads when the
 //! work is large.
 
+use std::ops::Range;
+
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::conv::{Epilogue, Geometry};
 use crate::kernels::nn::gemm::PARALLEL_WORK;
@@ -28,8 +30,17 @@ pub fn depthwise_conv2d(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
 
 /// The geometry of a depthwise convolution and its channel multiplier.
 fn geometry(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<(Geometry, usize)> {
-    let [n, h, w, c] = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
-    let [kh, kw, fc, multiplier] = rank4(filter.shape(), "filter")?;
+    geometry_of(spec, x.shape(), filter.shape())
+}
+
+/// [`geometry`] from the input's and the filter's shapes.
+pub(crate) fn geometry_of(
+    spec: &Spec,
+    x: &[usize],
+    filter: &[usize],
+) -> KResult<(Geometry, usize)> {
+    let [n, h, w, c] = nhwc(rank4(x, "input")?, spec.channels_first);
+    let [kh, kw, fc, multiplier] = rank4(filter, "filter")?;
     if fc != c {
         return Err(fail(format!(
             "input and filter must have the same depth: {c} vs {fc}"
@@ -166,6 +177,32 @@ pub fn direct<T: Num>(
             Ok(())
         },
     )
+}
+
+/// The input rows that output rows `rows` of one image read (padding aside), and the
+/// geometry of a one-image convolution over just those input rows giving just those output
+/// rows: the same windows, the padding above moved so that output row `rows.start` is its row
+/// 0. A kernel that produces its input a band of rows at a time (kernels/bottleneck.rs)
+/// convolves each band as an image of its own.
+pub(crate) fn band(g: &Geometry, rows: Range<usize>) -> (Range<usize>, Geometry) {
+    let axis = g.rows;
+    let top = rows.start * axis.stride;
+    let reach =
+        rows.end.saturating_sub(1) * axis.stride + (g.kh.saturating_sub(1)) * axis.dilation + 1;
+    let first = top.saturating_sub(axis.before).min(g.h);
+    let end = reach.saturating_sub(axis.before).min(g.h).max(first);
+    let mut band = Geometry {
+        n: 1,
+        h: end - first,
+        ..*g
+    };
+    band.rows.out = rows.len();
+    // Input row `first` becomes row 0; a band that reads no row (all padding) has none.
+    match (axis.before + first).checked_sub(top) {
+        Some(before) => band.rows.before = before,
+        None => band.h = 0,
+    }
+    (first..first + band.h, band)
 }
 
 /// Prefetches the input lines that output row `oy` of `image` reads and row `oy - 1` did
@@ -306,18 +343,19 @@ fn accumulate<T: Num>(acc: &mut [T], pixel: &[T], taps: &[T], multiplier: usize)
 /// local accumulators (registers) across all kh·kw taps and are stored once, instead of a
 /// load, multiply-add and store of the whole row per tap. Compiled for AVX-512 and
 /// AVX2+FMA (chosen at run time, where the sums use fused multiply-adds) and the baseline.
-mod blocked {
+pub(crate) mod blocked {
     use std::ops::Range;
 
     use crate::kernels::nn::conv::Geometry;
     use crate::kernels::nn::window::Axis;
 
-    /// Output row (image, oy) of a depthwise convolution with multiplier 1 (`g.o == g.c`).
+    /// Output row (image, oy) of a depthwise convolution with multiplier 1 (`g.o == g.c`);
+    /// every value of `row` is written (it need not be zeroed first).
     #[multiversion::multiversion(targets(
         "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
         "x86_64+avx2+fma"
     ))]
-    pub(super) fn row(
+    pub(crate) fn row(
         g: &Geometry,
         x: &[f32],
         filter: &[f32],

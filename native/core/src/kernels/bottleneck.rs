@@ -1,0 +1,504 @@
+//! `_SavedModelBottleneck`: a depthwise convolution together with the pointwise (1x1)
+//! convolutions around it, as MobileNetV2's inverted residual blocks chain them (expand,
+//! depthwise, project, each a fused node with its bias and activation) and EfficientNet's up to
+//! their squeeze-and-excitation (expand, depthwise). engine::fuse_block rewrites such chains
+//! into one node that keeps each part's op and attributes under the part's name
+//! (`expand/strides`, `depthwise/fused_ops`, ...) and takes the block's input, then each part's
+//! other inputs in order.
+//!
+//! Why: the expanded activations are the largest tensors of these models (MobileNetV2's
+//! second block expands 112x112x16 to 96 channels: 4.8 MB an image, 154 MB at batch 32),
+//! and run op by op each is written to memory by one convolution and read back by the next.
+//! Here the output is computed a band of rows at a time through all parts: the band's
+//! expanded rows (the rows its windows read, those shared with the band before copied rather
+//! than recomputed) and its depthwise rows stay in cache, and only the block's input and
+//! output cross memory. Where that cannot gain (float types other than float32, a channel
+//! multiplier, small images, passes other than bias, activation and residual) or does not
+//! apply, the parts run one after another through their own kernels, as unfused.
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::dtype::DType;
+use crate::engine::attrs::Attrs;
+use crate::engine::context::RunContext;
+use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec, Registry};
+use crate::engine::Value;
+use crate::kernels::fused::{OutputPass, Patterns, RowPass};
+use crate::kernels::nn::conv::Geometry;
+use crate::kernels::nn::depthwise::{self, blocked, geometry_of};
+use crate::kernels::nn::gemm::{self, Layout, Product, PARALLEL_WORK};
+use crate::kernels::nn::output::{written_chunks, zeroed, Split};
+use crate::kernels::nn::prefetch::prefetch;
+use crate::kernels::nn::{conv_spec, Padding, Spec};
+use crate::protos::AttrValue;
+use crate::tensor::Tensor;
+
+pub const BOTTLENECK: &str = "_SavedModelBottleneck";
+
+/// The parts a block may have, in the order they run (the depthwise one always).
+pub const PARTS: [&str; 3] = ["expand", "depthwise", "project"];
+
+/// Under a part's prefix: the attribute naming the part's op, and the one counting its inputs.
+pub const PART_OP: &str = "_op";
+pub const PART_INPUTS: &str = "_inputs";
+
+/// The least size of an image's expanded activations (the depthwise part's input, or its
+/// output when there is no expand part) for the banded path: smaller ones stay in the
+/// second-level cache between the ops anyway, and the parts' own kernels split a small image
+/// better over threads.
+const MIN_BANDED_BYTES: usize = 512 << 10;
+
+/// The fewest output pixels per band: the pointwise parts are matrix products over a band's
+/// pixels, which pack their weights once per band.
+const BAND_PIXELS: usize = 192;
+
+pub fn register(r: &mut Registry) {
+    if r.contains("_FusedConv2D") && r.contains("_FusedDepthwiseConv2dNative") {
+        r.add(BOTTLENECK, bottleneck);
+    }
+}
+
+/// One part: its own kernel, its inputs other than the one the part before gives it, its
+/// window, and its output pass when the banded path can run it.
+struct Part {
+    kernel: Box<dyn Kernel>,
+    extra: usize,
+    spec: Spec,
+    pass: Option<OutputPass>,
+}
+
+/// The part `name` of the block `node`, None if the block has none.
+fn part(node: &NodeSpec, name: &str) -> Result<Option<Part>, String> {
+    let prefix = format!("{name}/");
+    let map: HashMap<String, AttrValue> = node
+        .attrs
+        .map()
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone())))
+        .collect();
+    if map.is_empty() {
+        return Ok(None);
+    }
+    let attrs = Attrs::new(&map);
+    let op = attrs.string(PART_OP)?;
+    let inputs = usize::try_from(attrs.int(PART_INPUTS)?)
+        .ok()
+        .filter(|&n| n >= 2)
+        .ok_or_else(|| format!("the {name} part must take at least 2 inputs"))?;
+    let registry = crate::kernels::registry();
+    let info = registry
+        .get(op)
+        .ok_or_else(|| format!("no kernel for the {name} part's op {op}"))?;
+    let window = conv_spec(&attrs)?;
+    let spec = NodeSpec {
+        name: node.name,
+        op,
+        attrs,
+        num_inputs: inputs,
+    };
+    Ok(Some(Part {
+        kernel: (info.factory)(&spec)?,
+        extra: inputs - 1,
+        spec: window,
+        pass: OutputPass::of(&spec)?,
+    }))
+}
+
+struct Block {
+    expand: Option<Part>,
+    depthwise: Part,
+    project: Option<Part>,
+}
+
+fn bottleneck(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
+    let [expand, depthwise, project] = PARTS.map(|name| part(node, name));
+    let block = Block {
+        expand: expand?,
+        depthwise: depthwise?.ok_or("the block has no depthwise part")?,
+        project: project?,
+    };
+    if block.expand.is_none() && block.project.is_none() {
+        return Err("the block has no pointwise part".into());
+    }
+    let arity = 1 + block.parts().map(|p| p.extra).sum::<usize>();
+    Ok(boxed(move |ctx, inputs| {
+        if inputs.len() != arity {
+            return Err(fail(format!("takes {arity} inputs, got {}", inputs.len())));
+        }
+        match block.banded(inputs)? {
+            Some(out) => one(out),
+            None => block.one_by_one(ctx, inputs),
+        }
+    }))
+}
+
+impl Block {
+    fn parts(&self) -> impl Iterator<Item = &Part> {
+        [
+            self.expand.as_ref(),
+            Some(&self.depthwise),
+            self.project.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// Each part through its own kernel, the output of one the input of the next.
+    fn one_by_one(&self, ctx: &RunContext, inputs: &[Value]) -> KResult {
+        let (mut value, mut rest) = match inputs.split_first() {
+            Some((x, rest)) => (x.clone(), rest),
+            None => return Err(fail("the block has no input")),
+        };
+        for part in self.parts() {
+            let (extra, others) = rest.split_at(part.extra.min(rest.len()));
+            let mut feed = Vec::with_capacity(1 + extra.len());
+            feed.push(value);
+            feed.extend_from_slice(extra);
+            let mut outputs = part.kernel.run(ctx, &feed)?;
+            value = match (outputs.pop(), outputs.is_empty()) {
+                (Some(v), true) => v,
+                _ => return Err(fail("a part of the block gave other than one output")),
+            };
+            rest = others;
+        }
+        Ok(vec![value])
+    }
+
+    /// The block a band of output rows at a time; None where that does not apply or gain.
+    fn banded(&self, inputs: &[Value]) -> KResult<Option<Tensor>> {
+        let mut tensors = Vec::with_capacity(inputs.len());
+        for i in 0..inputs.len() {
+            let t = tensor_input(inputs, i)?;
+            if t.dtype() != DType::Float32 {
+                return Ok(None);
+            }
+            tensors.push(t);
+        }
+        let Some(shapes) = Shapes::of(self, &tensors) else {
+            return Ok(None);
+        };
+        let mut fresh = [None, None, None];
+        let [f0, f1, f2] = &mut fresh;
+        let (c, at) = (shapes.g.c, 1 + self.expand.as_ref().map_or(0, |p| p.extra));
+        let expand = match &self.expand {
+            Some(part) => Some(stage(part, &tensors[1..], c, f0)?),
+            None => None,
+        };
+        let depthwise = stage(&self.depthwise, &tensors[at..], c, f1)?;
+        let project = match &self.project {
+            Some(part) => {
+                let at = at + self.depthwise.extra;
+                Some(stage(part, &tensors[at..], shapes.output, f2)?)
+            }
+            None => None,
+        };
+        let run = Run {
+            shapes,
+            x: values(&tensors[0]),
+            expand: expand.as_ref().map(|(w, pass, _)| (values(w), *pass)),
+            depthwise: (values(&depthwise.0), depthwise.1),
+            project: project.as_ref().map(|(w, pass, _)| (values(w), *pass)),
+            residual: project
+                .as_ref()
+                .and_then(|(_, _, r)| r.as_deref())
+                .map(values),
+        };
+        run.all().map(Some)
+    }
+}
+
+/// A part's weights, output pass (over `channels` channels) and residual input, from its
+/// inputs other than the block's (`tensors`).
+fn stage<'a>(
+    part: &'a Part,
+    tensors: &[Arc<Tensor>],
+    channels: usize,
+    fresh: &'a mut Option<Patterns>,
+) -> KResult<(Arc<Tensor>, RowPass<'a>, Option<Arc<Tensor>>)> {
+    let pass = part
+        .pass
+        .as_ref()
+        .ok_or_else(|| fail("internal: no pass"))?;
+    let [weights, bias, rest @ ..] = tensors else {
+        return Err(fail("internal: a part without weights and bias"));
+    };
+    let residual = match (pass.residual(), rest.first()) {
+        (true, Some(r)) => Some(Arc::clone(r)),
+        (true, None) => return Err(fail("internal: no residual input")),
+        (false, _) => None,
+    };
+    Ok((
+        Arc::clone(weights),
+        pass.rows(bias, channels, fresh)?,
+        residual,
+    ))
+}
+
+/// A float32 tensor's values (checked to be float32 before).
+fn values(t: &Tensor) -> &[f32] {
+    t.values::<f32>().unwrap_or(&[])
+}
+
+/// The block's sizes, when the banded path applies: the depthwise part's geometry (its
+/// input the expanded image), the block's input and output channels, and the band's rows.
+#[derive(Clone, Copy)]
+struct Shapes {
+    g: Geometry,
+    input: usize,
+    output: usize,
+    band: usize,
+}
+
+impl Shapes {
+    fn of(block: &Block, tensors: &[Arc<Tensor>]) -> Option<Shapes> {
+        let &[n, h, w, input] = tensors.first()?.shape() else {
+            return None;
+        };
+        let mut at = 1;
+        let mut channels = input;
+        if let Some(expand) = &block.expand {
+            channels = pointwise(expand, &tensors[at..], channels, false)?;
+            at += expand.extra;
+        }
+        let depthwise = &block.depthwise;
+        let simple = depthwise.pass.as_ref().is_some_and(|p| !p.residual());
+        let filter = tensors.get(at)?.shape();
+        let (g, multiplier) = geometry_of(&depthwise.spec, &[n, h, w, channels], filter).ok()?;
+        if !simple || multiplier != 1 || depthwise.spec.channels_first {
+            return None;
+        }
+        at += depthwise.extra;
+        let mut output = channels;
+        if let Some(project) = &block.project {
+            output = pointwise(project, &tensors[at..], channels, true)?;
+            let residual = project.pass.as_ref()?.residual().then(|| &tensors[at + 2]);
+            if residual.is_some_and(|r| r.shape() != [n, g.rows.out, g.cols.out, output]) {
+                return None;
+            }
+        }
+        let image = if block.expand.is_some() {
+            h * w * channels
+        } else {
+            g.rows.out * g.cols.out * channels
+        };
+        if image.saturating_mul(4) < MIN_BANDED_BYTES {
+            return None;
+        }
+        let oh = g.rows.out;
+        let band = (1..=oh)
+            .find(|d| oh % d == 0 && d * g.cols.out >= BAND_PIXELS)
+            .unwrap_or(oh);
+        Some(Shapes {
+            g,
+            input,
+            output,
+            band,
+        })
+    }
+}
+
+/// The output channels of a pointwise part reading `channels` (its weights first in
+/// `tensors`), if it is a 1x1 window at stride 1 without padding, NHWC, with a bias and
+/// activation pass (and a residual only where `residual_ok`).
+fn pointwise(
+    part: &Part,
+    tensors: &[Arc<Tensor>],
+    channels: usize,
+    residual_ok: bool,
+) -> Option<usize> {
+    let s = &part.spec;
+    let unpadded = !matches!(s.padding, Padding::Explicit) || s.explicit == [[0, 0]; 2];
+    let pass_ok = part
+        .pass
+        .as_ref()
+        .is_some_and(|p| residual_ok || !p.residual());
+    if s.channels_first || s.strides != [1, 1] || !unpadded || !pass_ok {
+        return None;
+    }
+    match *tensors.first()?.shape() {
+        [1, 1, c, o] if c == channels && o > 0 => Some(o),
+        _ => None,
+    }
+}
+
+/// One call of the banded path.
+struct Run<'a> {
+    shapes: Shapes,
+    x: &'a [f32],
+    expand: Option<(&'a [f32], RowPass<'a>)>,
+    depthwise: (&'a [f32], RowPass<'a>),
+    project: Option<(&'a [f32], RowPass<'a>)>,
+    residual: Option<&'a [f32]>,
+}
+
+/// A thread's buffers: the expanded input rows of its latest band (`rows` of `image`) and
+/// the band's depthwise output.
+struct Scratch {
+    expanded: Vec<f32>,
+    depthwise: Vec<f32>,
+    image: Option<usize>,
+    rows: Range<usize>,
+}
+
+impl Run<'_> {
+    fn all(&self) -> KResult<Tensor> {
+        let Shapes {
+            g, output, band, ..
+        } = self.shapes;
+        let [n, oh, ow, _] = g.out_shape();
+        let chunk = band * ow * output;
+        let count = n * oh * ow * output;
+        let chunks = count / chunk.max(1);
+        let threads = rayon::current_num_threads().max(1);
+        let work = count
+            .saturating_mul(g.c)
+            .saturating_mul(g.kh * g.kw + self.shapes.input);
+        let parallel = work >= PARALLEL_WORK && threads > 1 && chunks > 1;
+        let split = Split {
+            count,
+            chunk,
+            share: chunks.div_ceil(if parallel { threads } else { 1 }) * chunk,
+            parallel,
+        };
+        let reach = ((band - 1) * g.rows.stride + (g.kh - 1) * g.rows.dilation + 1).min(g.h);
+        let init = || Scratch {
+            expanded: vec![
+                0.0;
+                if self.expand.is_some() {
+                    reach * g.w * g.c
+                } else {
+                    0
+                }
+            ],
+            depthwise: vec![
+                0.0;
+                if self.project.is_some() {
+                    band * ow * g.c
+                } else {
+                    0
+                }
+            ],
+            image: None,
+            rows: 0..0,
+        };
+        let out = written_chunks(split, init, |scratch, first, out| {
+            self.band(scratch, first, out)
+        })?;
+        Ok(Tensor::from_vec(vec![n, oh, ow, output], out))
+    }
+
+    /// The output band starting at element `first`.
+    fn band<'o>(
+        &self,
+        scratch: &mut Scratch,
+        first: usize,
+        out: &'o mut [MaybeUninit<f32>],
+    ) -> KResult<&'o mut [f32]> {
+        let Shapes {
+            g, output, band, ..
+        } = self.shapes;
+        let (oh, ow) = (g.rows.out, g.cols.out);
+        let index = first / (band * ow * output);
+        let bands = oh / band;
+        let (image, top) = (index / bands, (index % bands) * band);
+        let (rows, geometry) = depthwise::band(&g, top..top + band);
+        let line = g.w * g.c;
+        let plane = match self.expand {
+            Some(expand) => {
+                self.expand_rows(scratch, expand, image, rows.clone())?;
+                &scratch.expanded[..rows.len() * line]
+            }
+            None => {
+                self.prefetch_next(image, top + band, rows.end);
+                &self.x[(image * g.h + rows.start) * line..][..rows.len() * line]
+            }
+        };
+        let (filter, pass) = self.depthwise;
+        let depthwise_rows = |values: &mut [f32]| {
+            for (oy, row) in values.chunks_exact_mut(ow * g.c).enumerate() {
+                blocked::row(&geometry, plane, filter, 0, oy, row);
+                pass.apply(row, None);
+            }
+        };
+        let Some((weights, pass)) = self.project else {
+            let out = zeroed(out);
+            depthwise_rows(out);
+            return Ok(out);
+        };
+        let middle = &mut scratch.depthwise[..band * ow * g.c];
+        depthwise_rows(middle);
+        let product = Product {
+            m: band * ow,
+            n: output,
+            k: g.c,
+            a: Layout::rows(0, g.c),
+            b: Layout::rows(0, output),
+            dst: Layout::rows(0, output),
+        };
+        let out = gemm::fast_into(&product, middle, weights, out, false)?;
+        let residual = self.residual.map(|r| &r[first..first + out.len()]);
+        pass.apply(out, residual);
+        Ok(out)
+    }
+
+    /// Starts loading the input rows that the band of output rows from `top` of `image` reads
+    /// and the band before did not (from `held` on): read in place from memory, they arrive
+    /// while this band is computed (as the depthwise kernel's own prefetch does).
+    fn prefetch_next(&self, image: usize, top: usize, held: usize) {
+        let g = self.shapes.g;
+        if top >= g.rows.out {
+            return;
+        }
+        let (rows, _) = depthwise::band(&g, top..top + self.shapes.band);
+        let line = g.w * g.c;
+        let start = (image * g.h + rows.start.max(held)) * line;
+        if let Some(values) = self.x.get(start..(image * g.h + rows.end) * line) {
+            prefetch(values);
+        }
+    }
+
+    /// Leaves the expanded input rows `rows` of `image` at the start of the scratch buffer:
+    /// those the band before also read moved there, the others computed.
+    fn expand_rows(
+        &self,
+        scratch: &mut Scratch,
+        (weights, pass): (&[f32], RowPass),
+        image: usize,
+        rows: Range<usize>,
+    ) -> KResult<()> {
+        let g = self.shapes.g;
+        let line = g.w * g.c;
+        let held = &scratch.rows;
+        let kept = match scratch.image == Some(image) && held.contains(&rows.start) {
+            true => rows.start..held.end.min(rows.end),
+            false => rows.start..rows.start,
+        };
+        if !kept.is_empty() {
+            let from = (kept.start - held.start) * line;
+            scratch
+                .expanded
+                .copy_within(from..from + kept.len() * line, 0);
+        }
+        let fresh = kept.end..rows.end;
+        if !fresh.is_empty() {
+            let input = self.shapes.input;
+            let product = Product {
+                m: fresh.len() * g.w,
+                n: g.c,
+                k: input,
+                a: Layout::rows((image * g.h + fresh.start) * g.w * input, input),
+                b: Layout::rows(0, g.c),
+                dst: Layout::rows(0, g.c),
+            };
+            let dst = &mut scratch.expanded[kept.len() * line..rows.len() * line];
+            gemm::fast(&product, self.x, weights, dst, false)?;
+            pass.apply(dst, None);
+        }
+        scratch.image = Some(image);
+        scratch.rows = rows;
+        Ok(())
+    }
+}
