@@ -211,3 +211,21 @@ fn small_blocks_run_part_by_part() {
     check(&mobilenet([3, 10, 9, 4], 1));
     check(&mobilenet([1, 7, 7, 6], 2));
 }
+
+#[test]
+fn a_small_image_is_cut_into_a_band_per_thread() {
+    // 14x14 pixels make one band of 196; at batch 1 it is cut in two.
+    check(&mobilenet([1, 14, 14, 192], 1));
+}
+
+#[test]
+fn a_window_larger_than_the_image_gives_an_empty_output() {
+    let b = Block {
+        expand: Some(8192),
+        kernel: 5,
+        padding: "VALID",
+        residual: false,
+        ..mobilenet([1, 4, 4, 8], 1)
+    };
+    check(&b);
+}

@@ -16,8 +16,9 @@
 //! multiplier, small images, passes other than bias, activation and residual) or does not
 //! apply, the parts run one after another through their own kernels, as unfused.
 
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::mem::MaybeUninit;
+use std::mem::{take, MaybeUninit};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -280,24 +281,40 @@ impl Shapes {
             }
         }
         let image = if block.expand.is_some() {
-            h * w * channels
+            h.saturating_mul(w).saturating_mul(channels)
         } else {
             g.rows.out * g.cols.out * channels
         };
-        if image.saturating_mul(4) < MIN_BANDED_BYTES {
+        // Empty outputs (a window larger than the image, no images) go the general way.
+        if n * g.rows.out * g.cols.out == 0 || image.saturating_mul(4) < MIN_BANDED_BYTES {
             return None;
         }
-        let oh = g.rows.out;
-        let band = (1..=oh)
-            .find(|d| oh % d == 0 && d * g.cols.out >= BAND_PIXELS)
-            .unwrap_or(oh);
         Some(Shapes {
             g,
             input,
             output,
-            band,
+            band: band_rows(n, g.rows.out, g.cols.out),
         })
     }
+}
+
+/// Output rows per band: a divisor of the image's `oh` rows (so that every band lies in one
+/// image), the fewest that make [`BAND_PIXELS`] pixels of `ow`, unless the `n` images would
+/// then have fewer bands than there are threads: then the most that give every thread one
+/// (MobileNetV2's 14x14 layers at batch 1 would otherwise run on one thread).
+fn band_rows(n: usize, oh: usize, ow: usize) -> usize {
+    let mut divisors = (1..=oh).filter(|d| oh.is_multiple_of(*d));
+    let enough = divisors
+        .clone()
+        .find(|d| d * ow >= BAND_PIXELS)
+        .unwrap_or(oh);
+    let threads = rayon::current_num_threads().max(1);
+    if n * (oh / enough.max(1)) >= threads {
+        return enough;
+    }
+    divisors
+        .rfind(|&d| n * (oh / d) >= threads)
+        .unwrap_or(enough)
 }
 
 /// The output channels of a pointwise part reading `channels` (its weights first in
@@ -334,13 +351,53 @@ struct Run<'a> {
     residual: Option<&'a [f32]>,
 }
 
-/// A thread's buffers: the expanded input rows of its latest band (`rows` of `image`) and
-/// the band's depthwise output.
+/// A share's buffers: the expanded input rows of its latest band (`rows` of `image`) and
+/// the band's depthwise output, borrowed from the thread's [`KEPT`] buffers and given back
+/// when the share is done.
 struct Scratch {
     expanded: Vec<f32>,
     depthwise: Vec<f32>,
     image: Option<usize>,
     rows: Range<usize>,
+}
+
+thread_local! {
+    /// Each thread's scratch buffers between calls (the largest a block has needed on it: a
+    /// few hundred KB). New ones for every call and share had to be allocated and zeroed:
+    /// about 6 MB a call for MobileNetV2 at batch 1, whose call takes 6-9 ms.
+    static KEPT: [Cell<Vec<f32>>; 2] = const { [Cell::new(Vec::new()), Cell::new(Vec::new())] };
+}
+
+impl Scratch {
+    /// Buffers of at least these lengths (their contents not meaningful).
+    fn new(expanded: usize, depthwise: usize) -> Scratch {
+        let lend = |kept: &Cell<Vec<f32>>, len: usize| {
+            let mut buffer = kept.take();
+            if buffer.len() < len {
+                buffer.resize(len, 0.0);
+            }
+            buffer
+        };
+        let [expanded, depthwise] = KEPT.with(|[a, b]| [lend(a, expanded), lend(b, depthwise)]);
+        Scratch {
+            expanded,
+            depthwise,
+            image: None,
+            rows: 0..0,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let buffers = [take(&mut self.expanded), take(&mut self.depthwise)];
+        // A thread that is exiting has no buffers to keep; the error is that.
+        let _ = KEPT.try_with(|kept| {
+            for (cell, buffer) in kept.iter().zip(buffers) {
+                cell.set(buffer);
+            }
+        });
+    }
 }
 
 impl Run<'_> {
@@ -364,26 +421,17 @@ impl Run<'_> {
             parallel,
         };
         let reach = ((band - 1) * g.rows.stride + (g.kh - 1) * g.rows.dilation + 1).min(g.h);
-        let init = || Scratch {
-            expanded: vec![
-                0.0;
-                if self.expand.is_some() {
-                    reach * g.w * g.c
-                } else {
-                    0
-                }
-            ],
-            depthwise: vec![
-                0.0;
-                if self.project.is_some() {
-                    band * ow * g.c
-                } else {
-                    0
-                }
-            ],
-            image: None,
-            rows: 0..0,
+        let expanded = if self.expand.is_some() {
+            reach * g.w * g.c
+        } else {
+            0
         };
+        let depthwise = if self.project.is_some() {
+            band * ow * g.c
+        } else {
+            0
+        };
+        let init = || Scratch::new(expanded, depthwise);
         let out = written_chunks(split, init, |scratch, first, out| {
             self.band(scratch, first, out)
         })?;

@@ -32,6 +32,8 @@ mod pool;
 mod pool3d;
 mod pool_row;
 pub(crate) mod prefetch;
+#[cfg(target_arch = "x86_64")]
+mod vector;
 mod volume;
 mod window;
 mod winograd;

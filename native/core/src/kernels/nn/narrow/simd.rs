@@ -10,12 +10,12 @@
 //! GFLOP/s, `bench_one_conv` with `RAYON_NUM_THREADS=1 B_HW=224 B_C=3 B_O=32 B_S=2`). Every
 //! sum takes its taps and channels in the portable body's order with the same fused
 //! multiply-adds, so the two give identical results. The `unsafe` steps are the call into code
-//! compiled for AVX2 and FMA (made only after the CPU was found to have them) and the
-//! unaligned vector loads and stores, each on a bounds-checked slice of one vector's values.
+//! compiled for AVX2 and FMA (made only after the CPU was found to have them); the vector loads
+//! and stores are `nn::vector`'s.
 
-use std::arch::x86_64::{
-    __m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_storeu_ps,
-};
+use std::arch::x86_64::{_mm256_fmadd_ps, _mm256_set1_ps, _mm256_setzero_ps};
+
+use crate::kernels::nn::vector::{load8 as load, store8 as store};
 
 use super::{Line, LANES};
 
@@ -141,24 +141,6 @@ fn block<const B: usize, const P: usize>(pass: Pass, ox: usize, row: &mut [f32])
             store(row, pixel + b * LANES, s);
         }
     }
-}
-
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn load(values: &[f32], at: usize) -> __m256 {
-    let block = &values[at..at + LANES];
-    // SAFETY: `block` is LANES initialized f32 (the slice above is bounds-checked), and an
-    // unaligned load reads exactly those bytes.
-    unsafe { _mm256_loadu_ps(block.as_ptr()) }
-}
-
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn store(values: &mut [f32], at: usize, v: __m256) {
-    let block = &mut values[at..at + LANES];
-    // SAFETY: `block` is LANES f32 borrowed mutably (bounds-checked above), and an unaligned
-    // store writes exactly those bytes.
-    unsafe { _mm256_storeu_ps(block.as_mut_ptr(), v) }
 }
 
 #[cfg(test)]

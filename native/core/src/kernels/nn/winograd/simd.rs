@@ -4,9 +4,9 @@
 //! compiler keeps the portable versions' blocks on the stack: their input transform took
 //! longer than the products on AVX-512, and on AVX2 their filter transform took 39% of a
 //! 14x14 256-channel layer. One body, written once in `vector_transforms`, is compiled for
-//! each instruction set. The `unsafe` steps are the unaligned vector loads and stores (each on
-//! a bounds-checked slice of one vector's values) and the calls into code compiled for an
-//! instruction set, made only after the CPU was found to have it.
+//! each instruction set, its vector loads and stores those of `nn::vector`. The `unsafe` steps
+//! are the calls into code compiled for an instruction set, made only after the CPU was found
+//! to have it.
 
 use super::{sources, Stack, Tile, POINTS};
 use crate::kernels::nn::conv::Geometry;
@@ -74,33 +74,17 @@ pub fn filter(filter: &[f32], shape: (usize, usize), first: usize, planes: &mut 
 /// compiled for `$feature`: callers check that the CPU has it before calling them (in
 /// `unsafe`).
 macro_rules! vector_transforms {
-    ($name:ident, $feature:literal, $vector:ident, $lanes:literal,
+    ($name:ident, $feature:literal, $lanes:literal,
      $load:ident, $store:ident, $add:ident, $sub:ident, $mul:ident, $set1:ident, $zero:ident) => {
         mod $name {
-            use std::arch::x86_64::{$add, $load, $mul, $set1, $store, $sub, $vector, $zero};
+            use std::arch::x86_64::{$add, $mul, $set1, $sub, $zero};
+
+            use crate::kernels::nn::vector::{$load as load, $store as store};
 
             use super::{sources, Geometry, Stack, Tile, POINTS};
 
             /// Channels a vector.
             pub const LANES: usize = $lanes;
-
-            #[inline]
-            #[target_feature(enable = $feature)]
-            fn load(values: &[f32], at: usize) -> $vector {
-                let block = &values[at..at + LANES];
-                // SAFETY: `block` is `LANES` initialized f32 (the slice above is bounds-checked),
-                // and an unaligned load reads exactly those bytes.
-                unsafe { $load(block.as_ptr()) }
-            }
-
-            #[inline]
-            #[target_feature(enable = $feature)]
-            fn store(values: &mut [f32], at: usize, v: $vector) {
-                let block = &mut values[at..at + LANES];
-                // SAFETY: `block` is `LANES` f32 borrowed mutably (bounds-checked above), and an
-                // unaligned store writes exactly those bytes.
-                unsafe { $store(block.as_mut_ptr(), v) }
-            }
 
             #[target_feature(enable = $feature)]
             pub fn inputs(
@@ -220,10 +204,9 @@ macro_rules! vector_transforms {
 vector_transforms!(
     wide,
     "avx512f",
-    __m512,
     16,
-    _mm512_loadu_ps,
-    _mm512_storeu_ps,
+    load16,
+    store16,
     _mm512_add_ps,
     _mm512_sub_ps,
     _mm512_mul_ps,
@@ -233,10 +216,9 @@ vector_transforms!(
 vector_transforms!(
     narrow,
     "avx",
-    __m256,
     8,
-    _mm256_loadu_ps,
-    _mm256_storeu_ps,
+    load8,
+    store8,
     _mm256_add_ps,
     _mm256_sub_ps,
     _mm256_mul_ps,
