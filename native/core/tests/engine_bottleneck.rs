@@ -229,3 +229,48 @@ fn a_window_larger_than_the_image_gives_an_empty_output() {
     };
     check(&b);
 }
+
+#[test]
+fn a_block_whose_inputs_disagree_with_its_parts_is_an_error() {
+    // As a graph could name the op itself: the project part adds a residual, but the block
+    // gives it no input for one. Large enough for the banded path, which must not take it.
+    let s = |v: &str| A::S(v.as_bytes().to_vec());
+    let strings = |v: &[&str]| {
+        A::List(Box::new(savedmodel_core::protos::attr_value::ListValue {
+            s: v.iter().map(|x| x.as_bytes().to_vec()).collect(),
+            ..Default::default()
+        }))
+    };
+    let mut attrs = Vec::new();
+    for (part, op, ops, args) in [
+        (
+            "depthwise",
+            "_FusedDepthwiseConv2dNative",
+            &["BiasAdd"][..],
+            1,
+        ),
+        ("project", "_FusedConv2D", &["BiasAdd", "Add"][..], 2),
+    ] {
+        let key = |k: &str| format!("{part}/{k}");
+        attrs.extend([
+            (key("_op"), s(op)),
+            (key("_inputs"), A::I(3)),
+            (key("T"), FLOAT),
+            (key("strides"), ints(&[1, 1, 1, 1])),
+            (key("padding"), s("SAME")),
+            (key("fused_ops"), strings(ops)),
+            (key("num_args"), A::I(args)),
+        ]);
+    }
+    let attrs = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let block = node("block", "_SavedModelBottleneck", &[], attrs);
+    let inputs = vec![
+        tensor(&[1, 64, 64, 32], 1, 1.0),
+        tensor(&[3, 3, 32, 1], 2, 1.0),
+        tensor(&[32], 3, 1.0),
+        tensor(&[1, 1, 32, 16], 4, 1.0),
+        tensor(&[16], 5, 1.0),
+    ];
+    let error = run_node(&block, inputs).unwrap_err().to_string();
+    assert!(error.contains("takes 4 inputs, got 3"), "{error}");
+}

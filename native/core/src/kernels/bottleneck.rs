@@ -104,7 +104,9 @@ fn part(node: &NodeSpec, name: &str) -> Result<Option<Part>, String> {
         kernel: (info.factory)(&spec)?,
         extra: inputs - 1,
         spec: window,
-        pass: OutputPass::of(&spec)?,
+        // A pass is run here only when the part's inputs are the ones it names (weights, bias
+        // and a residual); any other part runs through its own kernel, which checks them.
+        pass: OutputPass::of(&spec)?.filter(|p| inputs == 3 + usize::from(p.residual())),
     }))
 }
 
@@ -261,7 +263,7 @@ impl Shapes {
         let mut at = 1;
         let mut channels = input;
         if let Some(expand) = &block.expand {
-            channels = pointwise(expand, &tensors[at..], channels, false)?;
+            channels = pointwise(expand, tensors.get(at..)?, channels, false)?;
             at += expand.extra;
         }
         let depthwise = &block.depthwise;
@@ -274,10 +276,12 @@ impl Shapes {
         at += depthwise.extra;
         let mut output = channels;
         if let Some(project) = &block.project {
-            output = pointwise(project, &tensors[at..], channels, true)?;
-            let residual = project.pass.as_ref()?.residual().then(|| &tensors[at + 2]);
-            if residual.is_some_and(|r| r.shape() != [n, g.rows.out, g.cols.out, output]) {
-                return None;
+            output = pointwise(project, tensors.get(at..)?, channels, true)?;
+            if project.pass.as_ref()?.residual() {
+                let residual = tensors.get(at + 2)?.shape();
+                if residual != [n, g.rows.out, g.cols.out, output] {
+                    return None;
+                }
             }
         }
         let image = if block.expand.is_some() {
