@@ -618,8 +618,18 @@ fn activation_of(node: &IrNode) -> Option<f32> {
     )
 }
 
-fn float32(node: &IrNode) -> bool {
+pub(crate) fn float32(node: &IrNode) -> bool {
     Attrs::new(&node.attrs).dtype("T").ok() == Some(crate::DType::Float32)
+}
+
+/// A float32 node whose data format is NHWC (stated or by default): the layout the
+/// channel-wise rewrites (fuse_scale, fuse_block) read their channels in.
+pub(crate) fn float32_nhwc(node: &IrNode) -> bool {
+    let nhwc = Attrs::new(&node.attrs)
+        .string_or("data_format", "NHWC")
+        .ok()
+        == Some("NHWC");
+    float32(node) && nhwc
 }
 
 /// The constant weights of a fusable producer.

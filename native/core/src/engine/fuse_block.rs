@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use crate::engine::attrs::Attrs;
-use crate::engine::fuse::{use_counts, Uses};
+use crate::engine::fuse::{float32_nhwc, use_counts, Uses};
 use crate::engine::fuse_scale::INPUT_SCALE;
 use crate::engine::graph::Src;
 use crate::engine::ir::{Ir, IrNode};
@@ -75,10 +75,7 @@ fn match_block(ir: &Ir, i: usize, uses: &Uses) -> Option<[Option<usize>; 3]> {
 
 /// A fused float32 NHWC node not computed at compile time.
 fn plain(node: &IrNode) -> bool {
-    let attrs = Attrs::new(&node.attrs);
-    let float32 = attrs.dtype("T").ok() == Some(crate::DType::Float32);
-    let nhwc = attrs.string_or("data_format", "NHWC").ok() == Some("NHWC");
-    float32 && nhwc && node.value.is_none()
+    float32_nhwc(node) && node.value.is_none()
 }
 
 /// A `_FusedConv2D` of constant 1x1 weights at stride 1 that does not scale its input.

@@ -14,8 +14,7 @@
 //! channel of the other and the weights are the smaller tensor; otherwise it runs TensorFlow's
 //! Mul first, as the graph says.
 
-use crate::engine::attrs::Attrs;
-use crate::engine::fuse::use_counts;
+use crate::engine::fuse::{float32, float32_nhwc, use_counts};
 use crate::engine::graph::Src;
 use crate::engine::ir::Ir;
 use crate::engine::kernel::Registry;
@@ -57,11 +56,8 @@ pub fn fuse_input_scale(ir: &mut Ir, registry: &Registry) -> bool {
 /// The two operands of the Mul that node `i`, a fusable convolution, alone reads.
 fn scaled_input(ir: &Ir, i: usize, only_read: impl Fn(&str) -> bool) -> Option<(Src, Src)> {
     let conv = &ir.nodes[i];
-    let attrs = Attrs::new(&conv.attrs);
-    let float32 = |a: &Attrs| a.dtype("T").ok() == Some(crate::DType::Float32);
-    let nhwc = attrs.string_or("data_format", "NHWC").ok() == Some("NHWC");
     let constant = matches!(ir.known(conv.inputs.get(1)?), Some(Value::Tensor(_)));
-    if conv.op != "_FusedConv2D" || !float32(&attrs) || !nhwc || !constant {
+    if conv.op != "_FusedConv2D" || !float32_nhwc(conv) || !constant {
         return None;
     }
     if conv.attrs.contains_key(INPUT_SCALE) || conv.value.is_some() {
@@ -72,7 +68,7 @@ fn scaled_input(ir: &Ir, i: usize, only_read: impl Fn(&str) -> bool) -> Option<(
     };
     let mul = &ir.nodes[*ir.index.get(name)?];
     let plain = mul.op == "Mul" && mul.value.is_none() && mul.control.is_empty();
-    if !plain || !float32(&Attrs::new(&mul.attrs)) || !only_read(name) {
+    if !plain || !float32(mul) || !only_read(name) {
         return None;
     }
     match mul.inputs.as_slice() {

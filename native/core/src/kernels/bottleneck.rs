@@ -28,12 +28,12 @@ use crate::engine::context::RunContext;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec, Registry};
 use crate::engine::Value;
 use crate::kernels::fused::{OutputPass, Patterns, RowPass};
-use crate::kernels::nn::conv::Geometry;
+use crate::kernels::nn::conv::{self, Geometry};
 use crate::kernels::nn::depthwise::{self, blocked, geometry_of};
 use crate::kernels::nn::gemm::{self, Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::output::{written_chunks, zeroed, Split};
 use crate::kernels::nn::prefetch::prefetch;
-use crate::kernels::nn::{conv_spec, Padding, Spec};
+use crate::kernels::nn::{conv_spec, Spec};
 use crate::protos::AttrValue;
 use crate::tensor::Tensor;
 
@@ -263,7 +263,7 @@ impl Shapes {
         let mut at = 1;
         let mut channels = input;
         if let Some(expand) = &block.expand {
-            channels = pointwise(expand, tensors.get(at..)?, channels, false)?;
+            channels = pointwise(expand, tensors.get(at..)?, [n, h, w, input], false)?;
             at += expand.extra;
         }
         let depthwise = &block.depthwise;
@@ -276,7 +276,8 @@ impl Shapes {
         at += depthwise.extra;
         let mut output = channels;
         if let Some(project) = &block.project {
-            output = pointwise(project, tensors.get(at..)?, channels, true)?;
+            let input = [n, g.rows.out, g.cols.out, channels];
+            output = pointwise(project, tensors.get(at..)?, input, true)?;
             if project.pass.as_ref()?.residual() {
                 let residual = tensors.get(at + 2)?.shape();
                 if residual != [n, g.rows.out, g.cols.out, output] {
@@ -321,28 +322,22 @@ fn band_rows(n: usize, oh: usize, ow: usize) -> usize {
         .unwrap_or(enough)
 }
 
-/// The output channels of a pointwise part reading `channels` (its weights first in
-/// `tensors`), if it is a 1x1 window at stride 1 without padding, NHWC, with a bias and
-/// activation pass (and a residual only where `residual_ok`).
+/// The output channels of a pointwise part reading `input` (NHWC; its weights first in
+/// `tensors`), if it is a 1x1 window at stride 1 without padding, in one group, NHWC, with a
+/// bias and activation pass (and a residual only where `residual_ok`).
 fn pointwise(
     part: &Part,
     tensors: &[Arc<Tensor>],
-    channels: usize,
+    input: [usize; 4],
     residual_ok: bool,
 ) -> Option<usize> {
-    let s = &part.spec;
-    let unpadded = !matches!(s.padding, Padding::Explicit) || s.explicit == [[0, 0]; 2];
     let pass_ok = part
         .pass
         .as_ref()
         .is_some_and(|p| residual_ok || !p.residual());
-    if s.channels_first || s.strides != [1, 1] || !unpadded || !pass_ok {
-        return None;
-    }
-    match *tensors.first()?.shape() {
-        [1, 1, c, o] if c == channels && o > 0 => Some(o),
-        _ => None,
-    }
+    let g = conv::geometry_of(&part.spec, &input, tensors.first()?.shape()).ok()?;
+    let whole = g.groups == 1 && g.o > 0 && !part.spec.channels_first;
+    (pass_ok && whole && conv::is_pointwise(&g)).then_some(g.o)
 }
 
 /// One call of the banded path.

@@ -77,8 +77,13 @@ impl Geometry {
 
 /// The geometry of Conv2D of `x` by an HWIO `filter` under `spec`, with TensorFlow's checks.
 fn geometry(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Geometry> {
-    let [n, h, w, c] = nhwc(rank4(x.shape(), "input")?, spec.channels_first);
-    let [kh, kw, gi, o] = rank4(filter.shape(), "filter")?;
+    geometry_of(spec, x.shape(), filter.shape())
+}
+
+/// [`geometry`] from the input's and the filter's shapes.
+pub(crate) fn geometry_of(spec: &Spec, x: &[usize], filter: &[usize]) -> KResult<Geometry> {
+    let [n, h, w, c] = nhwc(rank4(x, "input")?, spec.channels_first);
+    let [kh, kw, gi, o] = rank4(filter, "filter")?;
     if gi == 0 {
         return Err(fail(format!(
             "filter depth must be stricly positive, got {gi}"
@@ -111,7 +116,7 @@ fn geometry(spec: &Spec, x: &Tensor, filter: &Tensor) -> KResult<Geometry> {
     };
     let count = element_count(&g.out_shape())
         .ok_or_else(|| fail(format!("output shape {:?} is too large", g.out_shape())))?;
-    if filter.is_empty() && count != 0 {
+    if o * kh * kw * gi == 0 && count != 0 {
         return Err(fail(
             "filter must not have zero elements (i.e. all dimensions must be non-zero)",
         ));
@@ -218,7 +223,7 @@ pub fn convolve<T: Num>(
 
 /// A 1x1 window at stride 1 with no padding: each output pixel is its input pixel's channels
 /// times the filter matrix.
-fn is_pointwise(g: &Geometry) -> bool {
+pub(crate) fn is_pointwise(g: &Geometry) -> bool {
     g.kh == 1
         && g.kw == 1
         && g.rows.stride == 1

@@ -10,7 +10,7 @@ use crate::engine::kernel::Registry;
 pub use conv::{conv_fused, conv_out_shape, Epilogue};
 pub use depthwise::{depthwise_fused, depthwise_out_shape};
 pub use matmul::{product, Side};
-pub use window::{conv_spec, Padding, Spec};
+pub use window::{conv_spec, Spec};
 
 mod backprop;
 mod batchnorm;
