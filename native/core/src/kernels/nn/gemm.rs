@@ -270,17 +270,26 @@ pub const FEW_ROWS: usize = 256;
 /// 1.42-1.44 vs 1.31-1.33 ms, 64 rows 3.1-3.5 vs 2.3-2.5 ms.
 const MIN_BLOCK_ROWS: usize = 16;
 
-/// Columns a block of a product holds: a multiple of the widest microkernel's 32, one block
-/// a thread for a product with [`MIN_BLOCK_ROWS`] to [`FEW_ROWS`] rows and enough work for
-/// threads (else all the columns, one block).
+/// Columns a block of a product holds: one block a thread for a product with
+/// [`MIN_BLOCK_ROWS`] to [`FEW_ROWS`] rows and enough work for threads (else all the columns,
+/// one block), a multiple of [`BLOCK_COLUMNS`].
 fn column_blocks(p: &Product) -> usize {
     let threads = rayon::current_num_threads().max(1);
     let work = p.m.saturating_mul(p.n).saturating_mul(p.k);
     if !(MIN_BLOCK_ROWS..FEW_ROWS).contains(&p.m) || threads < 2 || work < PARALLEL_WORK {
         return p.n;
     }
-    p.n.div_ceil(threads).next_multiple_of(32)
+    p.n.div_ceil(threads).next_multiple_of(BLOCK_COLUMNS)
 }
+
+/// The granularity of column blocks: one AVX-512 register of float32, half the widest
+/// microkernel (AVX-512's 32 columns; AVX2's is 16). Blocks in whole 32s left DenseNet121's
+/// 32-channel 7x7 convolutions at batch 1 on one thread and split EfficientNet's 80-channel
+/// projections 64 + 16. Measured on a 2-core Zen 3 (the two blocks through `rayon::join`, best
+/// of 3000 calls), 32 -> 16 columns a block: 49 x 1152 x 32 52-58 -> 35-37 us; 64 + 16 -> 48
+/// + 32: 196 x 480 x 80 141-144 -> 102-105 us; MobileNetV2's 196 x 576 x 96 (64 + 32 -> 48 +
+/// 48) 158-159 -> 142-158 us and 49 x 960 x 160 (96 + 64 -> 80 + 80) 115 -> 110-125 us.
+const BLOCK_COLUMNS: usize = 16;
 
 /// A product's strides in the signed form the gemm crate takes.
 #[derive(Clone, Copy)]
@@ -523,6 +532,8 @@ mod tests {
         };
         pool.install(|| {
             assert_eq!(column_blocks(&product(m, n, k)), 64);
+            // 32 columns make two blocks of 16, not one of 32 and an idle thread.
+            assert_eq!(column_blocks(&product(m, 32, 4 * k)), 16);
             let mut whole = vec![f32::NAN; 3 + m * (n + 5)];
             fast(&strided, &a, &b, &mut whole, true).unwrap();
             let mut fresh = vec![MaybeUninit::<f32>::uninit(); m * n];
@@ -565,7 +576,7 @@ mod tests {
             let mut best = [f64::INFINITY; 2];
             pool.install(|| {
                 for _ in 0..200 {
-                    for (width, best) in [n, n.div_ceil(2).next_multiple_of(32)]
+                    for (width, best) in [n, n.div_ceil(2).next_multiple_of(BLOCK_COLUMNS)]
                         .iter()
                         .zip(&mut best)
                     {

@@ -10,10 +10,9 @@ use rayon::prelude::*;
 use crate::dtype::DType;
 use crate::engine::attrs::Attrs;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
-use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{run_float, run_real, Float, FloatOp, Real, RealOp, FLOATS};
-use crate::kernels::nn::pool_row::Columns;
+use crate::kernels::nn::pool_row::{Columns, PARALLEL_READS};
 use crate::kernels::nn::window::{channels_first, nhwc, padding, rank4, split, Axis, Spec};
 use crate::kernels::util::{int_values, make};
 use crate::tensor::{element_count, Storage, Tensor};
@@ -263,7 +262,7 @@ impl Call<'_> {
         if row_len > 0 {
             let body = |(r, row): (usize, &mut [T])| fill(x, r, row);
             let [kh, kw] = self.pool.window;
-            if out.len().saturating_mul(kh * kw) >= PARALLEL_WORK && out.len() > row_len {
+            if out.len().saturating_mul(kh * kw) >= PARALLEL_READS && out.len() > row_len {
                 out.par_chunks_mut(row_len).enumerate().for_each(body);
             } else {
                 out.chunks_mut(row_len).enumerate().for_each(body);

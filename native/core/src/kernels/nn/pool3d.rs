@@ -9,10 +9,9 @@ use rayon::prelude::*;
 
 use crate::engine::attrs::Attrs;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
-use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::num::{run_float, run_real, Float, FloatOp, Real, RealOp, FLOATS};
 use crate::kernels::nn::pool::finite_halves;
-use crate::kernels::nn::pool_row::Columns;
+use crate::kernels::nn::pool_row::{Columns, PARALLEL_READS};
 use crate::kernels::nn::volume::{
     channels_first, ndhwc, padding, positive, rank5, split, stored, to_first, to_last, Spec3,
 };
@@ -143,7 +142,7 @@ impl Call {
         if row_len > 0 {
             let body = |(r, row): (usize, &mut [T])| fill(x, r, row);
             let taps = self.axes.iter().map(|a| a.window).product::<usize>();
-            if out.len().saturating_mul(taps) >= PARALLEL_WORK && out.len() > row_len {
+            if out.len().saturating_mul(taps) >= PARALLEL_READS && out.len() > row_len {
                 out.par_chunks_mut(row_len).enumerate().for_each(body);
             } else {
                 out.chunks_mut(row_len).enumerate().for_each(body);

@@ -11,6 +11,13 @@ use std::ops::Range;
 use crate::kernels::nn::num::{Float, Real};
 use crate::kernels::nn::window::Axis;
 
+/// Pools reading at least this many input elements (output elements times window taps) spread
+/// their output rows over threads. A pool does a comparison or an addition per element read,
+/// a GEMM a multiply-add per unit of `gemm::PARALLEL_WORK` in far less time per unit, so the
+/// GEMM's threshold kept keras_cnn's pool at batch 32 (26x26x8 by 2x2: 173K reads, about 40 us)
+/// on one thread.
+pub const PARALLEL_READS: usize = 1 << 16;
+
 /// The pooled axis along the input lines, worked out once per call.
 pub struct Columns {
     /// The input's width and channels.
