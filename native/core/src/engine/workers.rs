@@ -39,11 +39,7 @@ pub fn run_hot<R: Send>(body: impl FnOnce() -> R + Send) -> R {
                 if rayon::current_thread_index() == owner {
                     return;
                 }
-                while !done.load(Ordering::Acquire) {
-                    if !matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) {
-                        std::hint::spin_loop();
-                    }
-                }
+                busy_while(|| !done.load(Ordering::Acquire));
             });
         }
         // Set on return and on unwinding alike: a panic in `body` must still stop the
@@ -106,15 +102,20 @@ fn linger() {
         .is_ok()
     {
         rayon::spawn(|| {
-            while CALLS.load(Ordering::Acquire) == 0
-                && epoch() < LINGER_UNTIL.load(Ordering::Acquire)
-            {
-                if !matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) {
-                    std::hint::spin_loop();
-                }
-            }
+            busy_while(|| {
+                CALLS.load(Ordering::Acquire) == 0 && epoch() < LINGER_UNTIL.load(Ordering::Acquire)
+            });
             LINGERING.fetch_sub(1, Ordering::AcqRel);
         });
+    }
+}
+
+/// Takes the pool's pending work, spinning when there is none, while `awake` holds.
+fn busy_while(awake: impl Fn() -> bool) {
+    while awake() {
+        if !matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) {
+            std::hint::spin_loop();
+        }
     }
 }
 
