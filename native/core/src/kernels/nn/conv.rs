@@ -116,7 +116,7 @@ pub(crate) fn geometry_of(spec: &Spec, x: &[usize], filter: &[usize]) -> KResult
     };
     let count = element_count(&g.out_shape())
         .ok_or_else(|| fail(format!("output shape {:?} is too large", g.out_shape())))?;
-    if o * kh * kw * gi == 0 && count != 0 {
+    if [kh, kw, o].contains(&0) && count != 0 {
         return Err(fail(
             "filter must not have zero elements (i.e. all dimensions must be non-zero)",
         ));
