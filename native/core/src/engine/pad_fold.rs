@@ -7,8 +7,13 @@
 //!
 //! Only a Pad whose paddings are constants, whose fill is exactly zero (Pad, or PadV2 with a
 //! constant +0), which pads the spatial dimensions only, and whose output nothing else reads
-//! (no other consumer, not a plan output, no control edge on it) is folded. Pooling after a
-//! zero Pad is left alone: a window over the zeros is not a window over nothing.
+//! (no other consumer, not a plan output, no control edge on it) is folded.
+//!
+//! A MaxPool with VALID padding folds a zero Pad too (Keras' ResNet50 and DenseNet121 pad
+//! their stem's output by one pixel before a 3x3 pool), marked with `pool::ZERO_PADDING`: its
+//! padding holds zeros, which each window covering it pools with its input elements (a max
+//! pool's own padding holds nothing). Average pooling after a zero Pad stays: it would divide
+//! by the zeros too.
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,6 +21,7 @@ use crate::engine::attrs::Attrs;
 use crate::engine::graph::Src;
 use crate::engine::ir::Ir;
 use crate::engine::value::Value;
+use crate::kernels::nn::ZERO_PADDING;
 use crate::kernels::util::int_values;
 use crate::protos::attr_value::{ListValue, Value as A};
 use crate::protos::AttrValue;
@@ -23,8 +29,11 @@ use crate::protos::AttrValue;
 /// Convolutions that accept EXPLICIT padding.
 const CONVOLUTIONS: [&str; 2] = ["Conv2D", "DepthwiseConv2dNative"];
 
-/// Rewrites every convolution of `ir` that reads a foldable zero Pad to read the Pad's input,
-/// then drops the Pads no longer read. Runs after constants are folded (paddings and fill
+/// The pooling a zero Pad folds into (given `ZERO_PADDING`).
+const MAX_POOL: &str = "MaxPool";
+
+/// Rewrites every convolution and max pool of `ir` that reads a foldable zero Pad to read the
+/// Pad's input, then drops the Pads no longer read. Runs after constants are folded (paddings and fill
 /// values must be known) and before fusion (which keeps the padding attrs).
 pub fn fold_pads(ir: &mut Ir) {
     let readers = readers(ir);
@@ -79,6 +88,8 @@ struct Fold {
     explicit: Vec<i64>,
     /// The Pad's control inputs, which the convolution inherits.
     control: Vec<String>,
+    /// Whether the reader is a max pool (whose padding must then hold zeros).
+    pool: bool,
 }
 
 /// The fold of the Pad read by convolution `i`, if there is one.
@@ -89,7 +100,12 @@ fn match_pad(
     pinned: &HashSet<String>,
 ) -> Option<Fold> {
     let conv = &ir.nodes[i];
-    if !CONVOLUTIONS.contains(&conv.op.as_str()) || conv.value.is_some() || conv.inputs.len() != 2 {
+    let pool = conv.op == MAX_POOL;
+    let arity = if pool { 1 } else { 2 };
+    if !(pool || CONVOLUTIONS.contains(&conv.op.as_str()))
+        || conv.value.is_some()
+        || conv.inputs.len() != arity
+    {
         return None;
     }
     let Src::Node(pad_name, 0) = &conv.inputs[0] else {
@@ -123,11 +139,15 @@ fn match_pad(
         return None;
     }
     let added = int_values(&paddings, "paddings").ok()?;
+    if pool && !spatial_valid_pool(&conv_attrs) {
+        return None;
+    }
     let explicit = combined(&conv_attrs, &added)?;
     Some(Fold {
         input: pad.inputs[0].clone(),
         explicit,
         control: pad.control.clone(),
+        pool,
     })
 }
 
@@ -139,6 +159,24 @@ fn is_zero(value: Value, dtype: crate::DType) -> bool {
     };
     let bytes = t.storage().to_le_bytes();
     t.dtype() == dtype && t.len() == 1 && !bytes.is_empty() && bytes.iter().all(|&b| b == 0)
+}
+
+/// Whether a max pool's padding is VALID (its own padding, which holds nothing, cannot join a
+/// Pad's zeros) and its window spatial (a window across channels pools no padding).
+fn spatial_valid_pool(attrs: &Attrs) -> bool {
+    let channels = match attrs.string_or("data_format", "NHWC") {
+        Ok("NHWC") => 3,
+        Ok("NCHW") => 1,
+        _ => return false,
+    };
+    let ksize = attrs.ints("ksize").unwrap_or_default();
+    attrs.string("padding") == Ok("VALID")
+        && attrs
+            .ints_or("explicit_paddings", &[])
+            .is_ok_and(|e| e.is_empty())
+        && ksize.len() == 4
+        && ksize[0] == 1
+        && ksize[channels] == 1
 }
 
 /// The convolution's explicit_paddings after adding a Pad's `added` (8 ints in data_format
@@ -188,6 +226,14 @@ fn apply(ir: &mut Ir, i: usize, fold: Fold) {
             }))),
         },
     );
+    if fold.pool {
+        conv.attrs.insert(
+            ZERO_PADDING.into(),
+            AttrValue {
+                value: Some(A::B(true)),
+            },
+        );
+    }
     for c in fold.control {
         if !conv.control.contains(&c) {
             conv.control.push(c);
@@ -377,7 +423,7 @@ mod tests {
     fn same_padding_pooling_and_shared_pads_stay() {
         let c = conv("Conv2D", "pad", "SAME", "NHWC", &[]);
         assert_ne!(folded(graph(pad(), SPATIAL, c, vec![])).0, x());
-        let pool = node("conv", "MaxPool", &["pad"], &[float()]);
+        let pool = node("conv", "AvgPool", &["pad"], &[float()]);
         assert_ne!(folded(graph(pad(), SPATIAL, pool, vec![])).0, x());
         let other = node("other", "Relu", &["pad"], &[float()]);
         let c = conv("Conv2D", "pad", "VALID", "NHWC", &[]);
@@ -392,6 +438,67 @@ mod tests {
         let mut c = conv("Conv2D", "pad", "VALID", "NHWC", &[]);
         c.control.push("pad".into());
         assert_ne!(folded(graph(pad(), SPATIAL, c, vec![])).0, x());
+    }
+
+    fn max_pool(padding: &str, format: &str, ksize: [i64; 4]) -> IrNode {
+        let list = |i: Vec<i64>| {
+            A::List(Box::new(ListValue {
+                i,
+                ..Default::default()
+            }))
+        };
+        let attrs = [
+            float(),
+            ("padding", A::S(padding.as_bytes().to_vec())),
+            ("data_format", A::S(format.as_bytes().to_vec())),
+            ("ksize", list(ksize.to_vec())),
+            ("strides", list(vec![1, 2, 2, 1])),
+        ];
+        let mut pool = node("conv", "MaxPool", &["pad"], &attrs);
+        // TensorFlow's MaxPool nodes carry the attr's default, an empty list.
+        pool.attrs
+            .insert("explicit_paddings".into(), attr(list(Vec::new())));
+        pool
+    }
+
+    #[test]
+    fn a_zero_pad_before_a_valid_max_pool_folds_as_zero_padding() {
+        let mut ir = graph(
+            pad(),
+            SPATIAL,
+            max_pool("VALID", "NHWC", [1, 3, 3, 1]),
+            vec![],
+        );
+        fold_pads(&mut ir);
+        let pool = Attrs::new(&ir.nodes[ir.index["conv"]].attrs);
+        assert_eq!(ir.nodes[ir.index["conv"]].inputs[0], x());
+        assert_eq!(pool.string("padding"), Ok("EXPLICIT"));
+        assert_eq!(
+            pool.ints("explicit_paddings"),
+            Ok(vec![0, 0, 0, 1, 2, 1, 0, 0])
+        );
+        assert_eq!(pool.bool(ZERO_PADDING), Ok(true));
+        assert!(!ir.index.contains_key("pad"));
+        // Convolutions are not marked: their padding holds zeros already.
+        let c = conv("Conv2D", "pad", "VALID", "NHWC", &[]);
+        let mut ir = graph(pad(), SPATIAL, c, vec![]);
+        fold_pads(&mut ir);
+        assert!(!Attrs::new(&ir.nodes[ir.index["conv"]].attrs).has(ZERO_PADDING));
+    }
+
+    #[test]
+    fn max_pools_with_their_own_padding_or_a_channel_window_keep_the_pad() {
+        for pool in [
+            max_pool("SAME", "NHWC", [1, 3, 3, 1]),
+            max_pool("VALID", "NHWC", [1, 1, 1, 2]),
+            max_pool("VALID", "NCHW", [1, 2, 1, 1]),
+        ] {
+            let (input, explicit, pad_left) = folded(graph(pad(), SPATIAL, pool, vec![]));
+            assert_eq!(
+                (input, explicit, pad_left),
+                (Src::Node("pad".into(), 0), None, true)
+            );
+        }
     }
 
     #[test]

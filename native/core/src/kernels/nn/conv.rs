@@ -495,8 +495,12 @@ mod tests {
 
     #[test]
     fn direct_kernel_for_few_channels_matches_the_definition() {
-        let cases: [(&[usize], &[usize], Padding, usize); 10] = [
+        let cases: [(&[usize], &[usize], Padding, usize); 13] = [
             (&[2, 9, 11, 1], &[3, 3, 1, 8], Padding::Valid, 1),
+            // ResNet50's stem in small, and the widths between 32 and 64 channels.
+            (&[1, 19, 23, 3], &[7, 7, 3, 64], Padding::Same, 2),
+            (&[2, 6, 27, 8], &[3, 3, 8, 40], Padding::Same, 1),
+            (&[1, 9, 14, 5], &[2, 3, 5, 56], Padding::Valid, 2),
             (&[2, 13, 13, 8], &[3, 3, 8, 16], Padding::Same, 1),
             (&[1, 9, 14, 5], &[3, 3, 5, 8], Padding::Same, 2),
             (&[1, 8, 11, 6], &[2, 3, 6, 24], Padding::Valid, 1),
@@ -508,7 +512,8 @@ mod tests {
             (&[1, 10, 9, 4], &[2, 2, 4, 24], Padding::Valid, 3),
         ];
         for (xs, fs, padding, stride) in cases {
-            // Eighths times eighths, summed over at most 72 taps: exact in float32.
+            // Eighths (at most 1.75 in magnitude) times eighths, summed over at most 147 taps:
+            // exact in float32.
             assert_exact(xs, fs, spec(padding, stride), narrow::applies);
         }
     }

@@ -10,6 +10,7 @@ use crate::engine::kernel::Registry;
 pub use conv::{conv_fused, conv_out_shape, Epilogue};
 pub use depthwise::{depthwise_fused, depthwise_out_shape};
 pub use matmul::{product, Side};
+pub use pool::ZERO_PADDING;
 pub use window::{conv_spec, Spec};
 
 mod backprop;

@@ -1,6 +1,6 @@
 //! Direct float32 convolution for layers with few input channels (at most 8) and few output
-//! channels (at most 32): the first layers of a small image model (one or three channels in, 8
-//! to 32 out; then 8 in, 16 out), 2-D and 3-D. There im2col + GEMM spends more on building and
+//! channels (at most 64): the first layers of an image model (one or three channels in, 8 to
+//! 64 out; then 8 in, 16 out), 2-D and 3-D. There im2col + GEMM spends more on building and
 //! packing the patch matrix, and on a product only a few columns wide, than on arithmetic (9
 //! multiply-adds per output for a 3x3 window over one channel); here each output pixel's
 //! channels are summed in local accumulators (registers) over its taps and stored once, with
@@ -32,8 +32,9 @@ mod simd;
 /// Output channels are taken in chunks of this many lanes (one AVX2 register).
 const LANES: usize = 8;
 
-/// The most chunks of output channels (32 channels): wider outputs keep a GEMM busy enough.
-const MAX_CHUNKS: usize = 4;
+/// The most chunks of output channels (64 channels: ResNet50's and DenseNet121's stems, 7x7
+/// stride 2 from 3 channels); wider outputs keep a GEMM busy enough.
+const MAX_CHUNKS: usize = 8;
 
 /// The most input channels (each count is its own instance of the kernel).
 const MAX_CHANNELS: usize = 8;
@@ -45,7 +46,7 @@ pub fn serves(c: usize, o: usize) -> bool {
 }
 
 /// Whether the direct kernel serves the 2-D convolution `g`: whole chunks of output channels
-/// (8, 16, 24 or 32).
+/// (8, 16, ... 64).
 pub fn applies(g: &Geometry) -> bool {
     g.groups == 1 && serves(g.gi, g.o) && g.o.is_multiple_of(LANES)
 }
@@ -251,8 +252,8 @@ fn pad_lines<'a>(
     (buffer, Axis { before: 0, ..cols })
 }
 
-/// One output row of `o` (padded) channels: in AVX2 intrinsics (simd.rs, `steps` its
-/// scratch space) on CPUs with AVX2 and FMA but not AVX-512, else through [`row_kernel`].
+/// One output row of `o` (padded) channels: in AVX2 or AVX-512 intrinsics (simd.rs, `steps`
+/// its scratch space) where `simd::chosen` says so, else through [`row_kernel`].
 fn any_row(
     o: usize,
     c: usize,
@@ -302,7 +303,11 @@ fn row_kernel(o: usize, c: usize, line: &Line, filter: &[f32], row: &mut [f32]) 
         1 => by_channels!(1, 8),
         2 => by_channels!(2, 4),
         3 => by_channels!(3, 4),
-        _ => by_channels!(4, 4),
+        4 => by_channels!(4, 4),
+        5 => by_channels!(5, 2),
+        6 => by_channels!(6, 2),
+        7 => by_channels!(7, 2),
+        _ => by_channels!(8, 2),
     }
 }
 

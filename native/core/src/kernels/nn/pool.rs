@@ -3,7 +3,9 @@
 //! pooling starts from the dtype's lowest finite value and keeps an element only if it
 //! compares greater (so NaNs are skipped, as TensorFlow's are); average pooling divides by
 //! the number of input (not padding) elements a window covers. MaxPool also pools across
-//! channels (a depth window equal to its stride).
+//! channels (a depth window equal to its stride). A max pool whose node carries
+//! [`ZERO_PADDING`] counts its padding as zeros: a zero Pad before it, folded into the pool by
+//! `engine::pad_fold`.
 
 use rayon::prelude::*;
 
@@ -16,6 +18,11 @@ use crate::kernels::nn::pool_row::{Columns, PARALLEL_READS};
 use crate::kernels::nn::window::{channels_first, nhwc, padding, rank4, split, Axis, Spec};
 use crate::kernels::util::{int_values, make};
 use crate::tensor::{element_count, Storage, Tensor};
+
+/// The internal attr (a bool) of a MaxPool whose padding holds zeros rather than nothing: each
+/// window that covers padding pools a 0 with its input elements, as it would over a zero-padded
+/// copy of the input. Only `engine::pad_fold` sets it; TensorFlow's graphs never carry it.
+pub const ZERO_PADDING: &str = "_zero_padding";
 
 const MAX_TYPES: [DType; 12] = [
     DType::Float16,
@@ -39,6 +46,8 @@ struct Pool {
     window: [usize; 2],
     /// The channel window (1 for spatial pooling).
     depth: usize,
+    /// Whether the padding holds zeros (see [`ZERO_PADDING`]).
+    zeros: bool,
 }
 
 fn pool_spec(ksize: &[i64], strides: &[i64], attrs: &Attrs, max: bool) -> Result<Pool, String> {
@@ -69,6 +78,7 @@ fn pool_spec(ksize: &[i64], strides: &[i64], attrs: &Attrs, max: bool) -> Result
         },
         window: [size(k[1])?, size(k[2])?],
         depth: 1,
+        zeros: max && attrs.bool_or(ZERO_PADDING, false)?,
     };
     if k[3] == 1 && s[3] == 1 {
         return Ok(pool);
@@ -280,6 +290,42 @@ impl Call<'_> {
         Columns::new(self.g.axes[1], self.g.input[2], self.g.input[3])
     }
 
+    /// The output columns whose windows cover padding, when the padding holds zeros (see
+    /// [`ZERO_PADDING`]); none otherwise.
+    fn padded_columns(&self) -> Vec<usize> {
+        let (cols, w) = (self.g.axes[1], self.g.input[2]);
+        if !self.pool.zeros {
+            return Vec::new();
+        }
+        (0..cols.out)
+            .filter(|&ox| cols.taps(ox, w).len() < cols.window)
+            .collect()
+    }
+
+    /// Pools a 0 into each pixel of output row `r` (image·oh + oy) whose window covers
+    /// padding, when the padding holds zeros: the whole row when its window rows do, else the
+    /// `padded` columns. NaNs never reach the output, so `0 > v` is the comparison the
+    /// pooling itself makes.
+    fn pool_zeros<T: Real>(&self, r: usize, padded: &[usize], row: &mut [T]) {
+        if !self.pool.zeros {
+            return;
+        }
+        let (rows, h, c) = (self.g.axes[0], self.g.input[1], self.g.out[3]);
+        let zero = T::default();
+        let clamp = |values: &mut [T]| {
+            for v in values.iter_mut().filter(|v| zero > **v) {
+                *v = zero;
+            }
+        };
+        if rows.taps(r % rows.out.max(1), h).len() < rows.window {
+            clamp(row);
+            return;
+        }
+        for &ox in padded {
+            clamp(&mut row[ox * c..(ox + 1) * c]);
+        }
+    }
+
     /// The first elements of the input lines that output row `r` (image·oh + oy) pools.
     fn lines(&self, r: usize) -> impl Iterator<Item = usize> {
         let [_, h, w, c] = self.g.input;
@@ -313,7 +359,11 @@ impl RealOp for Call<'_> {
         let depth = self.pool.depth;
         if depth == 1 {
             let cols = self.columns();
-            return Ok(self.each_row(x, |x, r, row| cols.max_row(x, self.lines(r), row)));
+            let padded = self.padded_columns();
+            return Ok(self.each_row(x, |x, r, row| {
+                cols.max_row(x, self.lines(r), row);
+                self.pool_zeros(r, &padded, row);
+            }));
         }
         // Across channels: each window is one pixel, each output the maximum of a group.
         Ok(self.each_pixel(x, |x, r, ox, acc| {
@@ -358,6 +408,7 @@ mod tests {
             },
             window: [window; 2],
             depth: 1,
+            zeros: false,
         }
     }
 
@@ -421,6 +472,70 @@ mod tests {
         }
     }
 
+    /// `x` (NHWC) with `pad` (before, after) rows and columns of zeros.
+    fn zero_padded<T: Copy + Default>(
+        x: &[T],
+        [n, h, w, c]: [usize; 4],
+        pad: [[usize; 2]; 2],
+    ) -> (Vec<T>, [usize; 4]) {
+        let (ph, pw) = (h + pad[0][0] + pad[0][1], w + pad[1][0] + pad[1][1]);
+        let mut out = vec![T::default(); n * ph * pw * c];
+        for (i, pixel) in x.chunks_exact(c).enumerate() {
+            let (image, y, col) = (i / (h * w), i / w % h, i % w);
+            let at = ((image * ph + y + pad[0][0]) * pw + col + pad[1][0]) * c;
+            out[at..at + c].copy_from_slice(pixel);
+        }
+        (out, [n, ph, pw, c])
+    }
+
+    /// A max pool whose padding holds zeros equals a VALID max pool over the zero-padded input
+    /// (what a folded zero Pad computed): negative values, NaNs, windows partly and wholly over
+    /// padding, float and integer values. The sign of a zero is not kept (a window of -0.0 and
+    /// padding may give either zero).
+    #[test]
+    fn zero_padding_pools_the_zeros() {
+        for c in [1, 3, 8, 16, 20] {
+            for (window, stride) in [(3, 2), (2, 1), (1, 1), (3, 3)] {
+                for pad in [[[1, 1], [1, 1]], [[0, 2], [3, 0]], [[4, 0], [0, 5]]] {
+                    let shape = [2, 5, 6, c];
+                    let count = shape.iter().product::<usize>();
+                    let floats: Vec<f32> = (0..count)
+                        .map(|i| match i % 13 {
+                            4 => f32::NAN,
+                            k => ((i * 29) % 31) as f32 - 20.0 + k as f32 * 0.5,
+                        })
+                        .collect();
+                    let ints: Vec<i32> = (0..count).map(|i| (i * 7 % 19) as i32 - 12).collect();
+                    let mut folded = pool(window, stride);
+                    folded.spec.padding = Padding::Explicit;
+                    folded.spec.explicit = pad;
+                    folded.zeros = true;
+                    let mut valid = pool(window, stride);
+                    valid.spec.padding = Padding::Valid;
+                    let (pf, padded_shape) = zero_padded(&floats, shape, pad);
+                    let (pi, _) = zero_padded(&ints, shape, pad);
+                    let run = |p: &Pool, x: Tensor| max_pool_tensor(p, &x).unwrap();
+                    let got = run(&folded, Tensor::from_vec(shape.to_vec(), floats.clone()));
+                    let want = run(&valid, Tensor::from_vec(padded_shape.to_vec(), pf));
+                    let case = format!("{c} channels, {window}/{stride}, pad {pad:?}");
+                    assert_eq!(got.shape(), want.shape(), "{case}");
+                    assert_eq!(
+                        got.values::<f32>().unwrap(),
+                        want.values::<f32>().unwrap(),
+                        "{case}"
+                    );
+                    let got = run(&folded, Tensor::from_vec(shape.to_vec(), ints.clone()));
+                    let want = run(&valid, Tensor::from_vec(padded_shape.to_vec(), pi));
+                    assert_eq!(
+                        got.values::<i32>().unwrap(),
+                        want.values::<i32>().unwrap(),
+                        "{case}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn max_pool_skips_nan_and_starts_at_lowest() {
         let x = Tensor::from_vec(vec![1, 1, 2, 1], vec![f32::NAN, f32::NEG_INFINITY]);
@@ -451,6 +566,7 @@ mod bench {
             },
             window: [2; 2],
             depth: 1,
+            zeros: false,
         };
         let mut best = f64::INFINITY;
         for _ in 0..500 {

@@ -1,21 +1,17 @@
-//! The direct kernel's output rows in AVX2 intrinsics, for CPUs with AVX2 and FMA but not
-//! AVX-512, and outputs of more than 16 channels. The portable body (the parent module's
-//! `row_body`) unrolls the input channels and leaves the blocking of sums to the compiler,
-//! which on AVX2's 16 vector registers loads the inputs and filters of every channel ahead of
-//! their multiply-adds and spills the 16 sums of a 4-pixel by 32-channel block to the stack
-//! at every step (MobileNetV2's stem, 224x224x3 to 32 channels by 3x3 stride 2: 30-43
-//! GFLOP/s on one Zen 3 core). Here one step is one tap and input channel, a loop the
-//! compiler leaves rolled, and a block is [`PIXELS`] pixels by 16 channels, the sums in
-//! registers; wider outputs go through the row in passes of 16 channels (the stem: 46-50
+//! The direct kernel's output rows in x86-64 intrinsics: AVX2 for CPUs with AVX2 and FMA but
+//! not AVX-512 and outputs of more than 16 channels, AVX-512 for outputs of more than 32. The
+//! portable body (the parent module's `row_body`) unrolls the input channels and leaves the
+//! blocking of sums to the compiler, which on AVX2's 16 vector registers loads the inputs and
+//! filters of every channel ahead of their multiply-adds and spills the 16 sums of a 4-pixel by
+//! 32-channel block to the stack at every step (MobileNetV2's stem, 224x224x3 to 32 channels by
+//! 3x3 stride 2: 30-43 GFLOP/s on one Zen 3 core). Here one step is one tap and input channel,
+//! a loop the compiler leaves rolled, and a block is a few pixels by 16 (AVX2) or 32 (AVX-512)
+//! channels, the sums in registers; wider outputs go through the row in passes (the stem: 46-50
 //! GFLOP/s, `bench_one_conv` with `RAYON_NUM_THREADS=1 B_HW=224 B_C=3 B_O=32 B_S=2`). Every
 //! sum takes its taps and channels in the portable body's order with the same fused
-//! multiply-adds, so the two give identical results. The `unsafe` steps are the call into code
-//! compiled for AVX2 and FMA (made only after the CPU was found to have them); the vector loads
-//! and stores are `nn::vector`'s.
-
-use std::arch::x86_64::{_mm256_fmadd_ps, _mm256_set1_ps, _mm256_setzero_ps};
-
-use crate::kernels::nn::vector::{load8 as load, store8 as store};
+//! multiply-adds, so all give identical results. The `unsafe` steps are the calls into code
+//! compiled for AVX2 and FMA or AVX-512 (made only after the CPU was found to have them); the
+//! vector loads and stores are `nn::vector`'s.
 
 use super::{Line, LANES};
 
@@ -24,19 +20,36 @@ use super::{Line, LANES};
 /// one thread: 4 pixels 44.7-46.2 GFLOP/s, 5 pixels 47.4-49.9, 6 pixels 39.3-46.8).
 const PIXELS: usize = 5;
 
+/// Pixels a block of 2 AVX-512 vectors (32 channels) in the main loop: 16 independent sums,
+/// the step's 2 filter vectors and 8 broadcast values in 26 of the 32 registers. ResNet50's
+/// stem (224x224x3 to 64 channels by 7x7 stride 2) on one core of a Xeon with AVX-512, GFLOP/s:
+/// 6 pixels 104, 8 pixels 106-111, 10 pixels 101-110, 12 pixels 90-92 (the compiler broadcast
+/// all 12 values first and spilled sums to the stack), 14 pixels by one vector 76; im2col + GEMM
+/// 94-95.
+const WIDE_PIXELS: usize = 8;
+
 /// Whether this CPU runs [`row`]: AVX2 and FMA (checked once, then cached by the standard
 /// library).
 fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-/// Whether [`row`] runs on this CPU and is the better choice for `o` output channels: more
-/// than 16 (the portable body's blocks of 3 or 4 chunks by 4 pixels; its blocks of 1 or 2
-/// chunks fit in registers, and with the input channels a constant of each instance it ran
-/// keras_cnn's 1-to-8 and 8-to-16 layers 15% faster than the steps here), and no AVX-512,
-/// whose 32 registers hold every block of the portable body.
+/// Whether this CPU has AVX-512 (F) besides AVX2 and FMA.
+fn wide() -> bool {
+    available() && std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// Whether [`row`] runs on this CPU and is the better choice for `o` output channels. With
+/// AVX2 and FMA but no AVX-512: more than 16 (the portable body's blocks of 3 or 4 chunks by 4
+/// pixels; its blocks of 1 or 2 chunks fit in registers, and with the input channels a
+/// constant of each instance it ran keras_cnn's 1-to-8 and 8-to-16 layers 15% faster than the
+/// steps here). With AVX-512, whose 32 registers hold the portable body's blocks up to 32
+/// channels: more than 32.
 pub fn chosen(o: usize) -> bool {
-    o > 2 * LANES && available() && !std::arch::is_x86_feature_detected!("avx512f")
+    if wide() {
+        return o > 4 * LANES;
+    }
+    o > 2 * LANES && available()
 }
 
 /// One output row of whole chunks of 8 channels (`row`'s length is `line.out` pixels of them)
@@ -47,18 +60,28 @@ pub fn row(c: usize, line: &Line, filter: &[f32], row: &mut [f32], flat: &mut Ve
     // One step per tap and input channel: where pixel 0 reads its value, and the first value
     // of the filter's row for it (the taps' chunk offsets are in whole filter rows of
     // `c · total` chunks).
-    let total = row.len() / (line.out * LANES).max(1);
+    let total = steps(c, line, row.len(), flat);
+    if wide() {
+        // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above), all `row_avx512` is
+        // compiled for.
+        unsafe { row_avx512(line, flat, filter, row, total) }
+    } else if available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above), all `row_avx2` is compiled
+        // for.
+        unsafe { row_avx2(line, flat, filter, row, total) }
+    }
+}
+
+/// Fills `flat` with the row's steps (see [`row`]) and returns the row's chunks a pixel.
+fn steps(c: usize, line: &Line, len: usize, flat: &mut Vec<(usize, usize)>) -> usize {
+    let total = len / (line.out * LANES).max(1);
     flat.clear();
     for &(at, first) in line.taps {
         for ci in 0..c {
             flat.push((at + ci, (first + ci * total) * LANES));
         }
     }
-    if available() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above), all `row_avx2` is compiled
-        // for.
-        unsafe { row_avx2(line, flat, filter, row, total) }
-    }
+    total
 }
 
 /// What a block reads: the row's line, its steps (see [`row`]), the filter, and the chunks
@@ -82,66 +105,137 @@ fn row_avx2(line: &Line, steps: &[(usize, usize)], filter: &[f32], row: &mut [f3
         first: 0,
     };
     while pass.first + 2 <= total {
-        pixels::<2, PIXELS>(pass, row);
+        ymm::pixels::<2, PIXELS>(pass, row);
         pass.first += 2;
     }
     if pass.first < total {
-        pixels::<1, 8>(pass, row);
+        ymm::pixels::<1, 8>(pass, row);
     }
 }
 
-/// One pass over the row's pixels: `P` at a time, then the last few in blocks of 4, 2 and 1.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn pixels<const B: usize, const P: usize>(pass: Pass, row: &mut [f32]) {
-    let out = pass.line.out;
-    let mut ox = 0;
-    while ox + P <= out {
-        block::<B, P>(pass, ox, row);
-        ox += P;
+/// The row in passes of 32 channels (two AVX-512 vectors), then one of 16 and one of 8 for
+/// what is left.
+#[target_feature(enable = "avx512f,avx2,fma")]
+fn row_avx512(
+    line: &Line,
+    steps: &[(usize, usize)],
+    filter: &[f32],
+    row: &mut [f32],
+    total: usize,
+) {
+    let mut pass = Pass {
+        line,
+        steps,
+        filter,
+        total,
+        first: 0,
+    };
+    while pass.first + 4 <= total {
+        zmm::pixels::<2, WIDE_PIXELS>(pass, row);
+        pass.first += 4;
     }
-    if P > 4 && ox + 4 <= out {
-        block::<B, 4>(pass, ox, row);
-        ox += 4;
+    if pass.first + 2 <= total {
+        zmm::pixels::<1, 8>(pass, row);
+        pass.first += 2;
     }
-    if ox + 2 <= out {
-        block::<B, 2>(pass, ox, row);
-        ox += 2;
-    }
-    if ox < out {
-        block::<B, 1>(pass, ox, row);
+    if pass.first < total {
+        ymm::pixels::<1, 8>(pass, row);
     }
 }
 
-/// `P` adjacent output pixels from `ox` on, chunks `pass.first..pass.first + B` of each: the
-/// sums over every step in registers, stored once.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn block<const B: usize, const P: usize>(pass: Pass, ox: usize, row: &mut [f32]) {
-    let (step, width) = (pass.line.step, pass.total * LANES);
-    let (base, offset) = (ox * step, pass.first * LANES);
-    let mut acc = [[_mm256_setzero_ps(); B]; P];
-    for &(at, first) in pass.steps {
-        let values = &pass.line.x[at + base..][..(P - 1) * step + 1];
-        let chunks = &pass.filter[first + offset..][..B * LANES];
-        let mut w = [_mm256_setzero_ps(); B];
-        for (b, w) in w.iter_mut().enumerate() {
-            *w = load(chunks, b * LANES);
-        }
-        for (p, sums) in acc.iter_mut().enumerate() {
-            let v = _mm256_set1_ps(values[p * step]);
-            for (s, &w) in sums.iter_mut().zip(&w) {
-                *s = _mm256_fmadd_ps(v, w, *s);
+/// One module of block loops per instruction set (`ymm`: AVX2 and FMA, 8 lanes; `zmm`:
+/// AVX-512, 16 lanes), written once: `pixels::<B, P>` computes channels `pass.first · 8..`
+/// of every pixel of the row, `B` vectors of them, `P` pixels a block.
+macro_rules! vector_passes {
+    ($name:ident, $feature:literal, $lanes:literal,
+     $load:ident, $store:ident, $fmadd:ident, $set1:ident, $zero:ident) => {
+        mod $name {
+            use std::arch::x86_64::{$fmadd, $set1, $zero};
+
+            use crate::kernels::nn::vector::{$load as load, $store as store};
+
+            use super::{Pass, LANES};
+
+            /// Channels a vector.
+            const WIDTH: usize = $lanes;
+
+            /// One pass over the row's pixels: `P` at a time, then the last few in blocks of
+            /// 4, 2 and 1.
+            #[inline]
+            #[target_feature(enable = $feature)]
+            pub fn pixels<const B: usize, const P: usize>(pass: Pass, row: &mut [f32]) {
+                let out = pass.line.out;
+                let mut ox = 0;
+                while ox + P <= out {
+                    block::<B, P>(pass, ox, row);
+                    ox += P;
+                }
+                if P > 4 && ox + 4 <= out {
+                    block::<B, 4>(pass, ox, row);
+                    ox += 4;
+                }
+                if ox + 2 <= out {
+                    block::<B, 2>(pass, ox, row);
+                    ox += 2;
+                }
+                if ox < out {
+                    block::<B, 1>(pass, ox, row);
+                }
+            }
+
+            /// `P` adjacent output pixels from `ox` on, `B` vectors of channels from
+            /// `pass.first · 8` of each: the sums over every step in registers, stored once.
+            #[inline]
+            #[target_feature(enable = $feature)]
+            fn block<const B: usize, const P: usize>(pass: Pass, ox: usize, row: &mut [f32]) {
+                let (step, width) = (pass.line.step, pass.total * LANES);
+                let (base, offset) = (ox * step, pass.first * LANES);
+                let mut acc = [[$zero(); B]; P];
+                for &(at, first) in pass.steps {
+                    let values = &pass.line.x[at + base..][..(P - 1) * step + 1];
+                    let chunks = &pass.filter[first + offset..][..B * WIDTH];
+                    let mut w = [$zero(); B];
+                    for (b, w) in w.iter_mut().enumerate() {
+                        *w = load(chunks, b * WIDTH);
+                    }
+                    for (p, sums) in acc.iter_mut().enumerate() {
+                        let v = $set1(values[p * step]);
+                        for (s, &w) in sums.iter_mut().zip(&w) {
+                            *s = $fmadd(v, w, *s);
+                        }
+                    }
+                }
+                for (p, sums) in acc.iter().enumerate() {
+                    let pixel = (ox + p) * width + offset;
+                    for (b, &s) in sums.iter().enumerate() {
+                        store(row, pixel + b * WIDTH, s);
+                    }
+                }
             }
         }
-    }
-    for (p, sums) in acc.iter().enumerate() {
-        let pixel = (ox + p) * width + offset;
-        for (b, &s) in sums.iter().enumerate() {
-            store(row, pixel + b * LANES, s);
-        }
-    }
+    };
 }
+
+vector_passes!(
+    ymm,
+    "avx2,fma",
+    8,
+    load8,
+    store8,
+    _mm256_fmadd_ps,
+    _mm256_set1_ps,
+    _mm256_setzero_ps
+);
+vector_passes!(
+    zmm,
+    "avx512f,avx2,fma",
+    16,
+    load16,
+    store16,
+    _mm512_fmadd_ps,
+    _mm512_set1_ps,
+    _mm512_setzero_ps
+);
 
 #[cfg(test)]
 mod tests {
@@ -154,12 +248,12 @@ mod tests {
         if !available() {
             return;
         }
-        // Every input channel count, 1 to 4 chunks of output channels (odd counts end in a
-        // pass of one), widths through every block size, strides 1 and 2, two input lines of
-        // a 3-wide kernel.
+        // Every input channel count, 1 to 8 chunks of output channels (each pass width, and
+        // the passes left over), widths through every block size, strides 1 and 2, two input
+        // lines of a 3-wide kernel.
         for c in 1..=8 {
-            for total in 1..=4 {
-                for (out, stride) in [(1, 1), (2, 2), (5, 1), (6, 2), (11, 1), (13, 2)] {
+            for total in 1..=8 {
+                for (out, stride) in [(1, 1), (2, 2), (5, 1), (6, 2), (11, 1), (13, 2), (29, 1)] {
                     let line_len = ((out - 1) * stride + 3) * c;
                     let x = values((c * 10 + total) as u32, 2 * line_len, 1);
                     let filter = values(out as u32, 6 * c * total * LANES, 1);
@@ -174,14 +268,27 @@ mod tests {
                     };
                     let mut want = vec![f32::NAN; out * total * LANES];
                     row_kernel(total * LANES, c, &line, &filter, &mut want);
-                    let mut got = vec![f32::NAN; want.len()];
-                    row(c, &line, &filter, &mut got, &mut Vec::new());
                     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    let mut flat = Vec::new();
+                    steps(c, &line, want.len(), &mut flat);
+                    let mut got = vec![f32::NAN; want.len()];
+                    // SAFETY: the CPU has AVX2 and FMA (checked at the top).
+                    unsafe { row_avx2(&line, &flat, &filter, &mut got, total) };
                     assert_eq!(
                         bits(&got),
                         bits(&want),
-                        "c {c}, chunks {total}, {out} pixels"
+                        "AVX2: c {c}, chunks {total}, {out} pixels"
                     );
+                    if wide() {
+                        let mut got = vec![f32::NAN; want.len()];
+                        // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
+                        unsafe { row_avx512(&line, &flat, &filter, &mut got, total) };
+                        assert_eq!(
+                            bits(&got),
+                            bits(&want),
+                            "AVX-512: c {c}, chunks {total}, {out} pixels"
+                        );
+                    }
                 }
             }
         }
