@@ -61,14 +61,21 @@ pub fn row(c: usize, line: &Line, filter: &[f32], row: &mut [f32], flat: &mut Ve
     // of the filter's row for it (the taps' chunk offsets are in whole filter rows of
     // `c · total` chunks).
     let total = steps(c, line, row.len(), flat);
+    let pass = Pass {
+        line,
+        steps: flat,
+        filter,
+        total,
+        first: 0,
+    };
     if wide() {
         // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above), all `row_avx512` is
         // compiled for.
-        unsafe { row_avx512(line, flat, filter, row, total) }
+        unsafe { row_avx512(pass, row) }
     } else if available() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above), all `row_avx2` is compiled
         // for.
-        unsafe { row_avx2(line, flat, filter, row, total) }
+        unsafe { row_avx2(pass, row) }
     }
 }
 
@@ -95,50 +102,32 @@ struct Pass<'a> {
     first: usize,
 }
 
+/// The row (`pass` from its first chunk) in passes of 16 channels (two AVX2 vectors), then
+/// one of 8 for what is left.
 #[target_feature(enable = "avx2,fma")]
-fn row_avx2(line: &Line, steps: &[(usize, usize)], filter: &[f32], row: &mut [f32], total: usize) {
-    let mut pass = Pass {
-        line,
-        steps,
-        filter,
-        total,
-        first: 0,
-    };
-    while pass.first + 2 <= total {
+fn row_avx2(mut pass: Pass, row: &mut [f32]) {
+    while pass.first + 2 <= pass.total {
         ymm::pixels::<2, PIXELS>(pass, row);
         pass.first += 2;
     }
-    if pass.first < total {
+    if pass.first < pass.total {
         ymm::pixels::<1, 8>(pass, row);
     }
 }
 
-/// The row in passes of 32 channels (two AVX-512 vectors), then one of 16 and one of 8 for
-/// what is left.
+/// The row (`pass` from its first chunk) in passes of 32 channels (two AVX-512 vectors), then
+/// one of 16 and one of 8 for what is left.
 #[target_feature(enable = "avx512f,avx2,fma")]
-fn row_avx512(
-    line: &Line,
-    steps: &[(usize, usize)],
-    filter: &[f32],
-    row: &mut [f32],
-    total: usize,
-) {
-    let mut pass = Pass {
-        line,
-        steps,
-        filter,
-        total,
-        first: 0,
-    };
-    while pass.first + 4 <= total {
+fn row_avx512(mut pass: Pass, row: &mut [f32]) {
+    while pass.first + 4 <= pass.total {
         zmm::pixels::<2, WIDE_PIXELS>(pass, row);
         pass.first += 4;
     }
-    if pass.first + 2 <= total {
+    if pass.first + 2 <= pass.total {
         zmm::pixels::<1, 8>(pass, row);
         pass.first += 2;
     }
-    if pass.first < total {
+    if pass.first < pass.total {
         ymm::pixels::<1, 8>(pass, row);
     }
 }
@@ -271,9 +260,16 @@ mod tests {
                     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                     let mut flat = Vec::new();
                     steps(c, &line, want.len(), &mut flat);
+                    let pass = Pass {
+                        line: &line,
+                        steps: &flat,
+                        filter: &filter,
+                        total,
+                        first: 0,
+                    };
                     let mut got = vec![f32::NAN; want.len()];
                     // SAFETY: the CPU has AVX2 and FMA (checked at the top).
-                    unsafe { row_avx2(&line, &flat, &filter, &mut got, total) };
+                    unsafe { row_avx2(pass, &mut got) };
                     assert_eq!(
                         bits(&got),
                         bits(&want),
@@ -282,7 +278,7 @@ mod tests {
                     if wide() {
                         let mut got = vec![f32::NAN; want.len()];
                         // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
-                        unsafe { row_avx512(&line, &flat, &filter, &mut got, total) };
+                        unsafe { row_avx512(pass, &mut got) };
                         assert_eq!(
                             bits(&got),
                             bits(&want),
