@@ -36,6 +36,11 @@ const MAX_POOL: &str = "MaxPool";
 /// Pad's input, then drops the Pads no longer read. Runs after constants are folded (paddings and fill
 /// values must be known) and before fusion (which keeps the padding attrs).
 pub fn fold_pads(ir: &mut Ir) {
+    // The mark is this pass's alone: a graph may carry any attr, and one that came with it
+    // would make a max pool count its own padding as zeros.
+    for node in &mut ir.nodes {
+        node.attrs.remove(ZERO_PADDING);
+    }
     let readers = readers(ir);
     let pinned = pinned(ir);
     let mut folded = false;
@@ -484,6 +489,17 @@ mod tests {
         let mut ir = graph(pad(), SPATIAL, c, vec![]);
         fold_pads(&mut ir);
         assert!(!Attrs::new(&ir.nodes[ir.index["conv"]].attrs).has(ZERO_PADDING));
+    }
+
+    #[test]
+    fn a_mark_the_graph_carries_is_dropped() {
+        let mut pool = max_pool("SAME", "NHWC", [1, 3, 3, 1]);
+        pool.attrs.insert(ZERO_PADDING.into(), attr(A::B(true)));
+        let mut ir = graph(pad(), SPATIAL, pool, vec![]);
+        fold_pads(&mut ir);
+        let pool = &ir.nodes[ir.index["conv"]];
+        assert_eq!(pool.inputs[0], Src::Node("pad".into(), 0));
+        assert!(!pool.attrs.contains_key(ZERO_PADDING));
     }
 
     #[test]
