@@ -109,7 +109,10 @@ def test_cli_timeout_must_be_positive():
 def test_ctrl_c_stops_a_long_loop():
     command = [sys.executable, "-c", "from savedmodel.cli import main; main()", "run", str(MODEL), "--signature-def", "run",
                "--input-exprs", f"x=[1.0];n={ENDLESS}"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT's default action in the child: a shell without job control starts background
+    # commands (a CI run launched with `&`) with SIGINT ignored, which the child would inherit.
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         time.sleep(3)
         assert process.poll() is None, process.stderr.read()
