@@ -125,11 +125,12 @@ fn reduce(x: &Tensor, axes: &Tensor, op: Op, keep_dims: bool) -> KResult<Tensor>
     make(p.shape, storage)
 }
 
-/// `f` folded over `x` into `out` (which starts at the identity) block by block.
+/// `f` folded over `x` into `out` (which starts at the identity, `init`) block by block.
 fn fold_blocks<T: Copy + Send + Sync>(
     x: &[T],
     blocks: &[(usize, bool)],
     out: &mut [T],
+    init: T,
     f: &(impl Fn(T, T) -> T + Sync),
 ) {
     let Some((&(n, reduced), rest)) = blocks.split_first() else {
@@ -150,33 +151,60 @@ fn fold_blocks<T: Copy + Send + Sync>(
     }
     let inner_in = x.len() / n;
     if let (true, [(_, false)]) = (reduced, rest) {
-        fold_rows(x, inner_in, out, f);
+        fold_rows(x, inner_in, out, init, f);
         return;
     }
     let inner_out = if reduced { out.len() } else { out.len() / n };
     for (i, sub) in x.chunks_exact(inner_in).enumerate() {
         let at = if reduced { 0 } else { i * inner_out };
-        fold_blocks(sub, rest, &mut out[at..at + inner_out], f);
+        fold_blocks(sub, rest, &mut out[at..at + inner_out], init, f);
     }
 }
 
 /// Rows of `width` values folded into one (a global average pooling's pixels into its
-/// channels), in the rows' order. Blocks of `BLOCK` columns keep their sums in registers over
-/// all the rows; one row at a time, each sum went through memory (a store, then a load of it
-/// for the next row: keras_cnn's Mean took 3x onnxruntime's time). A large input's blocks
-/// are shared between rayon's threads (each column still folded in order, so the result is
-/// the same): a squeeze-and-excite block's Mean over a 112x112 image was otherwise one
-/// thread's work while the other core waited.
+/// channels). A large input is cut into [`PARTS`] runs of rows, each folded from `init` on a
+/// thread of its own, and the parts' results folded into `out` in order: each thread reads
+/// only its rows, which the op before most likely wrote from the same core (split by columns,
+/// each thread read every row, half of them from the other core's cache: EfficientNetB0's
+/// squeeze-and-excite Means took 3-4x onnxruntime's time). The parts do not depend on the
+/// thread count, so neither does the result.
 fn fold_rows<T: Copy + Send + Sync>(
     x: &[T],
     width: usize,
     out: &mut [T],
+    init: T,
     f: &(impl Fn(T, T) -> T + Sync),
 ) {
+    let rows = x.len() / width.max(1);
+    if x.len() < PARALLEL_MIN || rows < PARTS {
+        fold_columns(x, width, out, f);
+        return;
+    }
+    let part = rows.div_ceil(PARTS) * width;
+    let partials: Vec<Vec<T>> = x
+        .par_chunks(part)
+        .map(|rows| {
+            let mut partial = vec![init; width];
+            fold_columns(rows, width, &mut partial, f);
+            partial
+        })
+        .collect();
+    for partial in partials {
+        out.iter_mut().zip(partial).for_each(|(o, v)| *o = f(*o, v));
+    }
+}
+
+/// How many runs of rows a large [`fold_rows`] folds separately.
+const PARTS: usize = 8;
+
+/// [`fold_rows`] on one thread, in the rows' order. Blocks of `BLOCK` columns keep their sums
+/// in registers over all the rows; one row at a time, each sum went through memory (a store,
+/// then a load of it for the next row: keras_cnn's Mean took 3x onnxruntime's time).
+fn fold_columns<T: Copy>(x: &[T], width: usize, out: &mut [T], f: &impl Fn(T, T) -> T) {
     const BLOCK: usize = 16;
     let whole = out.len() / BLOCK * BLOCK;
     let (blocks, tail) = out.split_at_mut(whole);
-    let column = |(b, block): (usize, &mut [T])| {
+    for (b, block) in blocks.chunks_exact_mut(BLOCK).enumerate() {
         let mut sums: [T; BLOCK] = std::array::from_fn(|k| block[k]);
         for row in x.chunks_exact(width) {
             if let Some(values) = row[b * BLOCK..].first_chunk::<BLOCK>() {
@@ -186,11 +214,6 @@ fn fold_rows<T: Copy + Send + Sync>(
             }
         }
         block.copy_from_slice(&sums);
-    };
-    if x.len() >= PARALLEL_MIN && whole >= 2 * BLOCK {
-        blocks.par_chunks_mut(BLOCK).enumerate().for_each(column);
-    } else {
-        blocks.chunks_exact_mut(BLOCK).enumerate().for_each(column);
     }
     for row in x.chunks_exact(width) {
         for (o, &v) in tail.iter_mut().zip(&row[whole..]) {
@@ -224,7 +247,7 @@ fn fold_all<T: Copy + Send + Sync>(
     f: impl Fn(T, T) -> T + Sync,
 ) -> Vec<T> {
     let mut out = vec![init; p.out_len];
-    fold_blocks(x, &p.blocks, &mut out, &f);
+    fold_blocks(x, &p.blocks, &mut out, init, &f);
     out
 }
 

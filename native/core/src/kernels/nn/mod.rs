@@ -24,6 +24,7 @@ mod ctc;
 pub(crate) mod depthwise;
 mod einsum;
 pub(crate) mod gemm;
+mod gemv;
 mod layout;
 mod matmul;
 mod narrow;
