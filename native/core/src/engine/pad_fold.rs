@@ -169,10 +169,8 @@ fn is_zero(value: Value, dtype: crate::DType) -> bool {
 /// Whether a max pool's padding is VALID (its own padding, which holds nothing, cannot join a
 /// Pad's zeros) and its window spatial (a window across channels pools no padding).
 fn spatial_valid_pool(attrs: &Attrs) -> bool {
-    let channels = match attrs.string_or("data_format", "NHWC") {
-        Ok("NHWC") => 3,
-        Ok("NCHW") => 1,
-        _ => return false,
+    let Some(channels) = channel_axis(attrs) else {
+        return false;
     };
     let ksize = attrs.ints("ksize").unwrap_or_default();
     attrs.string("padding") == Ok("VALID")
@@ -184,15 +182,20 @@ fn spatial_valid_pool(attrs: &Attrs) -> bool {
         && ksize[channels] == 1
 }
 
+/// The channel axis of a 4-D node's data_format (NHWC when absent); None for any other format.
+fn channel_axis(attrs: &Attrs) -> Option<usize> {
+    match attrs.string_or("data_format", "NHWC").ok()? {
+        "NHWC" => Some(3),
+        "NCHW" => Some(1),
+        _ => None,
+    }
+}
+
 /// The convolution's explicit_paddings after adding a Pad's `added` (8 ints in data_format
 /// order), if the convolution's padding is VALID or EXPLICIT and the Pad pads only the spatial
 /// dimensions, by non-negative amounts.
 fn combined(attrs: &Attrs, added: &[i64]) -> Option<Vec<i64>> {
-    let channels = match attrs.string_or("data_format", "NHWC").ok()? {
-        "NHWC" => 3,
-        "NCHW" => 1,
-        _ => return None,
-    };
+    let channels = channel_axis(attrs)?;
     let existing = match attrs.string("padding").ok()? {
         "VALID" if attrs.ints_or("explicit_paddings", &[]).ok()?.is_empty() => vec![0; 8],
         "EXPLICIT" => attrs.ints("explicit_paddings").ok()?,
