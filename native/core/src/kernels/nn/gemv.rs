@@ -1,11 +1,11 @@
-//! Float32 products with a few rows: a classifier's matrix-vector product at batch 1, a
-//! squeeze-and-excite block's 1x1 convolutions on its one pooled pixel. Such a product reads
-//! each weight once and does one multiply-add with it, so its time is the time to stream b;
-//! the gemm crate packs b first (a second pass over it) and runs on one thread (EfficientNetB0's
-//! 1280 x 1000 classifier took 0.40 ms a call at batch 1 against onnxruntime's 0.15). Here
-//! each thread streams its own share of b's columns once, 64 columns at a time summed in
-//! registers, and every column is summed over k in order on one thread whatever the thread
-//! count, so results do not depend on it.
+//! Float32 products with a few rows and many weights: a classifier's matrix-vector product at
+//! batch 1, a pointwise convolution's on one pixel. Such a product reads each weight once and
+//! does one multiply-add with it, so its time is the time to stream b; the gemm crate packs b
+//! first (a second pass over it) and runs on one thread (EfficientNetB0's 1280 x 1000
+//! classifier took 0.40 ms a call at batch 1 against onnxruntime's 0.15). Here each thread
+//! streams its own share of b's columns once, 64 columns at a time summed in registers, and
+//! every column is summed over k in order on one thread whatever the thread count, so results
+//! do not depend on it.
 
 use rayon::prelude::*;
 
