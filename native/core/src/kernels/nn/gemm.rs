@@ -1,7 +1,7 @@
 //! Matrix products over strided views of flat buffers. f32 and f64 go to the `gemm` crate
 //! (blocked, SIMD, multithreaded through rayon for large products; float32 products of a few
-//! rows to `gemv`); other element types
-//! (integers, complex) to a plain loop, which only small graphs use. This is the nn family's
+//! rows and many weights to `gemv`); other element types (integers, complex) to a plain loop,
+//! which only small graphs use. This is the nn family's
 //! one module with `unsafe`: the crate takes raw pointers, so every call first checks that
 //! each element the product reads or writes lies inside its slice.
 

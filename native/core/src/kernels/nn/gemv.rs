@@ -44,9 +44,9 @@ pub fn run(p: &Product, a: &[f32], b: &[f32], dst: &mut [f32], parallel: bool) {
         .map(|at| a.get(at).copied().unwrap_or_default())
         .collect();
     let b = b.get(p.b.offset..).unwrap_or_default();
+    // Every product here has enough work for threads (`fits` asks for PARALLEL_WORK weights).
     let threads = rayon::current_num_threads().max(1);
-    let work = p.m.saturating_mul(p.n).saturating_mul(p.k);
-    let span = match parallel && threads > 1 && work >= PARALLEL_WORK {
+    let span = match parallel && threads > 1 {
         true => p.n.div_ceil(threads).next_multiple_of(NARROW),
         false => p.n,
     };
