@@ -561,6 +561,37 @@ mod tests {
         }
     }
 
+    /// Few tiles on two threads split the output channels between them (winograd/channels.rs):
+    /// blocks of 48 and 32 channels, two blocks of input channels summed (256 in, 128 out a
+    /// thread), several images with odd sizes through the portable filter transform (72
+    /// output channels, a block of 24). Many tiles keep the split by rows.
+    #[test]
+    fn winograd_by_output_channels_matches_the_definition() {
+        let cases: [(&[usize], &[usize], Padding); 3] = [
+            (&[1, 12, 12, 256], &[3, 3, 256, 80], Padding::Same),
+            (&[1, 14, 14, 256], &[3, 3, 256, 256], Padding::Same),
+            (&[3, 7, 9, 20], &[3, 3, 20, 72], Padding::Valid),
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            for (xs, fs, padding) in cases {
+                assert_exact(xs, fs, spec(padding, 1), |g| {
+                    winograd::applies(g) && winograd::by_channels(g)
+                });
+            }
+            let many = geometry(
+                &spec(Padding::Same, 1),
+                &tensor(&[1, 56, 56, 64], 1),
+                &tensor(&[3, 3, 64, 64], 2),
+            )
+            .unwrap();
+            assert!(winograd::applies(&many) && !winograd::by_channels(&many));
+        });
+    }
+
     /// Products with few pixels (a 7x7 image) split their output channels between two
     /// threads (gemm.rs's column blocks), a 1x1 layer reading the input in place and a 3x3
     /// one through im2col; larger ones split their pixels.

@@ -162,6 +162,31 @@ pub fn fast<T: Fast>(p: &Product, a: &[T], b: &[T], dst: &mut [T], parallel: boo
     unsafe { call(p, a, b, d.as_mut_ptr(), parallel) }
 }
 
+/// `dst += a × b` through the gemm crate on the calling thread: a product accumulated over
+/// several calls, each a block of the inner dimension (a Winograd convolution's filter
+/// transformed a block of input channels at a time, so that the block stays in cache).
+pub fn fast_add<T: Fast>(p: &Product, a: &[T], b: &[T], dst: &mut [T]) -> KResult<()> {
+    p.check(a.len(), b.len(), dst.len())?;
+    if p.m == 0 || p.n == 0 || p.k == 0 {
+        return Ok(());
+    }
+    let (a, b, d) = (&a[p.a.offset..], &b[p.b.offset..], &mut dst[p.dst.offset..]);
+    let strides = Strides::of(p)?;
+    let pointers = (a.as_ptr(), b.as_ptr(), d.as_mut_ptr());
+    // SAFETY: as in `fast`: `check` proved that every element the strides reach from the
+    // offsets lies inside its slice and that distinct (i, j) of dst are distinct elements;
+    // dst is borrowed mutably for the call. The crate reads dst here, which is initialized.
+    unsafe {
+        one(
+            (p.m, p.n, p.k),
+            pointers,
+            strides,
+            (gemm::Parallelism::None, true),
+        )
+    };
+    Ok(())
+}
+
 /// [`fast`] into uninitialized memory: `dst` is exactly the product's `m × n` result, row-major
 /// from its first element (`p.dst` must say so), and is returned as initialized values once
 /// the gemm crate has written every element.
@@ -237,12 +262,10 @@ unsafe fn in_blocks<T: Fast>(
         // SAFETY: the caller's contract (above) is what the crate needs.
         unsafe {
             one(
-                p.m,
-                p.n,
-                p.k,
+                (p.m, p.n, p.k),
                 (a.as_ptr(), b.as_ptr(), dst),
                 strides,
-                threads,
+                (threads, false),
             )
         };
         return Ok(());
@@ -261,7 +284,12 @@ unsafe fn in_blocks<T: Fast>(
                 b.as_ptr().add(start * p.b.cs),
                 shared.get().add(start * p.dst.cs),
             );
-            one(p.m, cols, p.k, pointers, strides, gemm::Parallelism::None);
+            one(
+                (p.m, cols, p.k),
+                pointers,
+                strides,
+                (gemm::Parallelism::None, false),
+            );
         }
     });
     Ok(())
@@ -340,19 +368,20 @@ unsafe impl<T> Send for Shared<T> {}
 // SAFETY: as for Send: only disjoint writes go through the shared pointer.
 unsafe impl<T> Sync for Shared<T> {}
 
-/// One `m × n × k` call of the gemm crate on (a, b, dst) pointers at their first elements.
+/// One `m × n × k` call of the gemm crate on (a, b, dst) pointers at their first elements:
+/// `dst = a × b`, or `dst += a × b` when `add`.
 ///
 /// # Safety
 /// Every element the strides reach from the pointers must lie inside its buffer, no two
-/// (i, j) of dst may be one element, and nothing else may use dst's elements meanwhile.
+/// (i, j) of dst may be one element, and nothing else may use dst's elements meanwhile; with
+/// `add`, dst's elements must be initialized.
 unsafe fn one<T: Fast>(
-    m: usize,
-    n: usize,
-    k: usize,
+    (m, n, k): (usize, usize, usize),
     (a, b, dst): (*const T, *const T, *mut T),
     s: Strides,
-    threads: gemm::Parallelism,
+    (threads, add): (gemm::Parallelism, bool),
 ) {
+    let keep = if add { T::ONE } else { T::default() };
     // SAFETY: the caller's contract is what the crate needs; with read_dst false it only
     // writes dst.
     unsafe {
@@ -363,14 +392,14 @@ unsafe fn one<T: Fast>(
             dst,
             s.dst.1,
             s.dst.0,
-            false,
+            add,
             a,
             s.a.1,
             s.a.0,
             b,
             s.b.1,
             s.b.0,
-            T::default(),
+            keep,
             T::ONE,
             false,
             false,

@@ -25,6 +25,7 @@ pub(crate) mod depthwise;
 mod einsum;
 pub(crate) mod gemm;
 mod gemv;
+pub(crate) mod kept;
 mod layout;
 mod matmul;
 mod narrow;

@@ -37,7 +37,9 @@ use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
 use rayon::prelude::*;
+use std::ops::Range;
 
+mod channels;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 
@@ -109,8 +111,10 @@ pub fn convolve<T: Num>(
     let (x, filter) = f32_inputs(x, filter, (g.n * g.h * g.w * g.c, 9 * g.c * g.o))?;
     let (rows, row_len) = (g.n * g.rows.out, g.cols.out * g.o);
     let threads = rayon::current_num_threads().max(1);
-    let work = (rows * row_len).saturating_mul(9 * g.c);
-    let parallel = work >= PARALLEL_WORK && threads >= 2 && rows >= 2;
+    let (parallel, by_channels) = threading(g, threads);
+    if by_channels {
+        return Some(channels::convolve(g, x, filter, epilogue, threads));
+    }
     let share = if parallel {
         rows.div_ceil(threads).next_multiple_of(2).min(rows)
     } else {
@@ -144,6 +148,22 @@ pub fn convolve<T: Num>(
             Ok(())
         },
     ))
+}
+
+/// Whether a call of `g` on `threads` threads uses them, and whether they split its output
+/// channels (channels.rs) rather than its rows.
+fn threading(g: &Geometry, threads: usize) -> (bool, bool) {
+    let rows = g.n * g.rows.out;
+    let work = (rows * g.cols.out * g.o).saturating_mul(9 * g.c);
+    let parallel = work >= PARALLEL_WORK && threads >= 2 && rows >= 2;
+    let tiles = g.n * g.rows.out.div_ceil(2) * g.cols.out.div_ceil(2);
+    (parallel, parallel && channels::applies(g, tiles, threads))
+}
+
+/// Whether the call `g` splits its output channels between the threads of the current pool.
+#[cfg(test)]
+pub fn by_channels(g: &Geometry) -> bool {
+    threading(g, rayon::current_num_threads()).1
 }
 
 /// A thread's `lines` output rows cut into pieces of about `pairs` pairs of rows each, as
@@ -183,10 +203,9 @@ impl Filter {
             }
         }
         let shape = (g.c, g.o);
-        parts
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(k, planes)| transforms::filter(taps, shape, k * channels, planes));
+        parts.par_iter_mut().enumerate().for_each(|(k, planes)| {
+            transforms::filter(taps, shape, (k * channels, 0..g.o), planes);
+        });
         Ok(Self { values, stride })
     }
 
@@ -445,9 +464,10 @@ fn input_along([a, b, c, d]: [f32; 4]) -> [f32; 4] {
     [a - c, b + c, c - b, b - d]
 }
 
-/// Input channels `first..` of the HWIO 3x3 `filter` (`c` in, `o` out) transformed (G g Gᵀ)
-/// into `planes`, one a position: `planes[p][i · o + j]` for input channel `first + i` and
-/// output channel `j`, as many input channels as the planes hold.
+/// Input channels `first..` and output channels `cols` of the HWIO 3x3 `filter` (`c` in, `o`
+/// out) transformed (G g Gᵀ) into `planes`, one a position: `planes[p][i · w + j]` for input
+/// channel `first + i` and output channel `cols.start + j` (`w` the columns asked for), as
+/// many input channels as the planes hold.
 #[multiversion::multiversion(targets(
     "x86_64+avx2+fma+avx512f+avx512bw+avx512dq+avx512vl",
     "x86_64+avx2+fma"
@@ -455,21 +475,22 @@ fn input_along([a, b, c, d]: [f32; 4]) -> [f32; 4] {
 fn transform_filter(
     filter: &[f32],
     (c, o): (usize, usize),
-    first: usize,
+    (first, cols): (usize, Range<usize>),
     planes: &mut [&mut [f32]],
 ) {
-    let count = planes.first().map_or(0, |plane| plane.len() / o);
+    let width = cols.len();
+    let count = planes.first().map_or(0, |plane| plane.len() / width.max(1));
     for i in 0..count {
         let ci = first + i;
-        for start in (0..o).step_by(LANES) {
-            let lanes = LANES.min(o - start);
+        for start in cols.clone().step_by(LANES) {
+            let lanes = LANES.min(cols.end - start);
             let mut g = [[0f32; LANES]; 9];
             for (tap, block) in g.iter_mut().enumerate() {
                 *block = load(filter, (tap * c + ci) * o + start, lanes);
             }
             let u = filter_points(&g);
             for (block, plane) in u.iter().zip(planes.iter_mut()) {
-                store(block, plane, i * o + start, lanes);
+                store(block, plane, i * width + start - cols.start, lanes);
             }
         }
     }

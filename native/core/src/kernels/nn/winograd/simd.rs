@@ -8,6 +8,8 @@
 //! are the calls into code compiled for an instruction set, made only after the CPU was found
 //! to have it.
 
+use std::ops::Range;
+
 use super::{sources, Stack, Tile, POINTS};
 use crate::kernels::nn::conv::Geometry;
 
@@ -56,16 +58,26 @@ pub fn outputs(
 }
 
 /// [`super::transform_filter`] in vector code when the CPU has it and the output channels
-/// fill whole vectors.
-pub fn filter(filter: &[f32], shape: (usize, usize), first: usize, planes: &mut [&mut [f32]]) {
-    if avx512() && shape.1.is_multiple_of(wide::LANES) {
+/// (all of them, and those asked for) fill whole vectors.
+pub fn filter(
+    filter: &[f32],
+    shape: (usize, usize),
+    (first, cols): (usize, Range<usize>),
+    planes: &mut [&mut [f32]],
+) {
+    let whole = |lanes: usize| {
+        [shape.1, cols.start, cols.end]
+            .iter()
+            .all(|v| v % lanes == 0)
+    };
+    if avx512() && whole(wide::LANES) {
         // SAFETY: the CPU has AVX-512F (checked just above), all `wide` needs.
-        unsafe { wide::filter(filter, shape, first, planes) }
-    } else if avx() && shape.1.is_multiple_of(narrow::LANES) {
+        unsafe { wide::filter(filter, shape, (first, cols), planes) }
+    } else if avx() && whole(narrow::LANES) {
         // SAFETY: the CPU has AVX (checked just above), all `narrow` needs.
-        unsafe { narrow::filter(filter, shape, first, planes) }
+        unsafe { narrow::filter(filter, shape, (first, cols), planes) }
     } else {
-        super::transform_filter(filter, shape, first, planes);
+        super::transform_filter(filter, shape, (first, cols), planes);
     }
 }
 
@@ -81,7 +93,7 @@ macro_rules! vector_transforms {
 
             use crate::kernels::nn::vector::{$load as load, $store as store};
 
-            use super::{sources, Geometry, Stack, Tile, POINTS};
+            use super::{sources, Geometry, Range, Stack, Tile, POINTS};
 
             /// Channels a vector.
             pub const LANES: usize = $lanes;
@@ -163,14 +175,15 @@ macro_rules! vector_transforms {
             pub fn filter(
                 filter: &[f32],
                 (c, o): (usize, usize),
-                first: usize,
+                (first, cols): (usize, Range<usize>),
                 planes: &mut [&mut [f32]],
             ) {
                 let half = $set1(0.5);
-                let count = planes.first().map_or(0, |plane| plane.len() / o);
+                let width = cols.len();
+                let count = planes.first().map_or(0, |plane| plane.len() / width.max(1));
                 for k in 0..count {
                     let ci = first + k;
-                    for start in (0..o).step_by(LANES) {
+                    for start in cols.clone().step_by(LANES) {
                         let mut g = [$zero(); 9];
                         for (tap, value) in g.iter_mut().enumerate() {
                             *value = load(filter, (tap * c + ci) * o + start);
@@ -191,7 +204,7 @@ macro_rules! vector_transforms {
                             let ends = $add(a, e);
                             let u = [a, $mul($add(ends, b), half), $mul($sub(ends, b), half), e];
                             for (q, value) in u.into_iter().enumerate() {
-                                store(planes[4 * i + q], k * o + start, value);
+                                store(planes[4 * i + q], k * width + start - cols.start, value);
                             }
                         }
                     }
