@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::{any_ints, axis_index, scalar_int, Made};
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, NodeSpec};
 use crate::engine::{Registry, Value};
+use crate::kernels::nn::output::{copied, written_chunks, Split};
 use crate::kernels::util::make;
 use crate::tensor::{Storage, Tensor};
 
@@ -94,8 +95,47 @@ pub fn concat(tensors: &[Arc<Tensor>], axis: i64) -> KResult<Tensor> {
             first.dtype()
         ))
     };
+    let floats: Option<Vec<&[f32]>> = tensors.iter().map(|t| t.values::<f32>()).collect();
+    if let Some(parts) = floats.filter(|_| outer * runs.iter().sum::<usize>() >= PARALLEL_COPY) {
+        return make(
+            out_shape,
+            Storage::Float32(interleave_rows(&parts, &runs, outer)?),
+        );
+    }
     let storage = map_storages!(&storages, parts => interleave(&parts, &runs, outer)?, mismatch());
     make(out_shape, storage)
+}
+
+/// Float32 concatenations of at least this many elements (1 MB) split their rows between
+/// threads. DenseNet121 concatenates 58 times a call along channels (its 56x56 ones 1-2 MB):
+/// on one thread, row by row, they took 10% of its time at batch 1, twice onnxruntime's.
+const PARALLEL_COPY: usize = 1 << 18;
+
+/// [`interleave`] for float32 on rayon's threads, a share of the rows each.
+fn interleave_rows(parts: &[&[f32]], runs: &[usize], outer: usize) -> KResult<Vec<f32>> {
+    let row: usize = runs.iter().sum();
+    let threads = rayon::current_num_threads().max(1);
+    let share = outer.div_ceil(threads) * row;
+    let split = Split {
+        count: outer * row,
+        chunk: share,
+        share,
+        parallel: threads > 1,
+    };
+    written_chunks(
+        split,
+        || (),
+        |(), first, out| {
+            let rows = first / row..(first + out.len()) / row;
+            let pieces = rows.flat_map(|o| {
+                parts
+                    .iter()
+                    .zip(runs)
+                    .map(move |(part, &run)| part.get(o * run..(o + 1) * run).unwrap_or(&[]))
+            });
+            copied(out, pieces)
+        },
+    )
 }
 
 /// For each of `outer` rows, run `k` of each part in turn (the parts' rows side by side).
@@ -319,6 +359,47 @@ mod tests {
         assert_eq!(out.shape(), &[1, 3]);
         let c = Arc::new(Tensor::from_vec(vec![1, 1], vec![1.0f32]));
         assert!(concat(&[a, c], 1).is_err());
+    }
+
+    /// Large float32 concatenations (split between threads by rows) give what the row-by-row
+    /// copy gives, along the last axis and a middle one, with three parts of odd widths.
+    #[test]
+    fn large_float_concatenations_match_the_row_by_row_copy() {
+        let part = |shape: Vec<usize>, base: f32| {
+            let count = shape.iter().product::<usize>();
+            let values = (0..count).map(|i| base + i as f32).collect();
+            Arc::new(Tensor::from_vec(shape, values))
+        };
+        let cases = [
+            (
+                vec![vec![3, 50, 20, 96], vec![3, 50, 20, 32], vec![3, 50, 20, 5]],
+                3,
+            ),
+            (
+                vec![vec![4, 9, 3000], vec![4, 31, 3000], vec![4, 1, 3000]],
+                1,
+            ),
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for (shapes, axis) in cases {
+            let parts: Vec<Arc<Tensor>> = shapes
+                .into_iter()
+                .enumerate()
+                .map(|(i, shape)| part(shape, 1e6 * i as f32))
+                .collect();
+            let got = pool.install(|| concat(&parts, axis as i64)).unwrap();
+            let shape = parts[0].shape();
+            let outer = shape[..axis].iter().product::<usize>();
+            let inner = shape[axis + 1..].iter().product::<usize>();
+            let runs: Vec<usize> = parts.iter().map(|t| t.shape()[axis] * inner).collect();
+            assert!(outer * runs.iter().sum::<usize>() >= PARALLEL_COPY);
+            let slices: Vec<&[f32]> = parts.iter().map(|t| t.values().unwrap()).collect();
+            let want = interleave(&slices, &runs, outer).unwrap();
+            assert_eq!(got.values::<f32>().unwrap(), want.as_slice());
+        }
     }
 
     #[test]

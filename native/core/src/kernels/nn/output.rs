@@ -8,7 +8,7 @@
 //! line, whoever does it) and the call got 1-3% faster; GEMM-based convolutions now skip it
 //! ([`written_chunks`]: the product writes into uninitialized memory, see gemm.rs). The
 //! `unsafe` steps (viewing freshly zeroed spare capacity as initialized, and the output's
-//! final length) are here, behind safe functions.
+//! final length, chunks filled by copies) are here, behind safe functions.
 
 use std::mem::MaybeUninit;
 
@@ -101,6 +101,31 @@ where
     Ok(out)
 }
 
+/// `part` filled with `sources` one after another, as initialized elements; an error (nothing
+/// viewed as initialized) unless they fill it exactly.
+pub fn copied<'p, 's, T: Copy + 's>(
+    part: &'p mut [MaybeUninit<T>],
+    sources: impl IntoIterator<Item = &'s [T]>,
+) -> KResult<&'p mut [T]> {
+    let mut at = 0;
+    for source in sources {
+        let target = part
+            .get_mut(at..at + source.len())
+            .ok_or_else(|| fail("internal: copies overrun their output"))?;
+        for (slot, &value) in target.iter_mut().zip(source) {
+            slot.write(value);
+        }
+        at += source.len();
+    }
+    if at != part.len() {
+        return Err(fail("internal: copies do not fill their output"));
+    }
+    // SAFETY: the sources were written over `part` end to end and their lengths add up to
+    // its length, so every element is initialized; `MaybeUninit<T>` has `T`'s layout, and
+    // the returned borrow is `part`'s.
+    Ok(unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(part) as *mut [T]) })
+}
+
 /// `part` filled with `T::default()`, as initialized elements.
 pub fn zeroed<T: Copy + Default>(part: &mut [MaybeUninit<T>]) -> &mut [T] {
     part.fill(MaybeUninit::new(T::default()));
@@ -120,6 +145,18 @@ mod tests {
             share,
             parallel,
         }
+    }
+
+    #[test]
+    fn copies_must_fill_their_output_exactly() {
+        let mut part = [MaybeUninit::<f32>::uninit(); 5];
+        let filled = copied(&mut part, [&[1.0, 2.0][..], &[3.0, 4.0, 5.0]]).unwrap();
+        assert_eq!(filled, &[1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert!(copied(&mut part, [&[1.0; 4][..]]).is_err(), "one short");
+        assert!(
+            copied(&mut part, [&[1.0; 4][..], &[2.0; 2]]).is_err(),
+            "one over"
+        );
     }
 
     #[test]
