@@ -95,8 +95,9 @@ pub fn concat(tensors: &[Arc<Tensor>], axis: i64) -> KResult<Tensor> {
             first.dtype()
         ))
     };
-    let floats: Option<Vec<&[f32]>> = tensors.iter().map(|t| t.values::<f32>()).collect();
-    if let Some(parts) = floats.filter(|_| outer * runs.iter().sum::<usize>() >= PARALLEL_COPY) {
+    let large = outer * runs.iter().sum::<usize>() >= PARALLEL_COPY;
+    let floats = || -> Option<Vec<&[f32]>> { tensors.iter().map(|t| t.values()).collect() };
+    if let Some(parts) = large.then(floats).flatten() {
         return make(
             out_shape,
             Storage::Float32(interleave_rows(&parts, &runs, outer)?),

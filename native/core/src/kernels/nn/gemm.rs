@@ -382,8 +382,8 @@ unsafe fn one<T: Fast>(
     (threads, add): (gemm::Parallelism, bool),
 ) {
     let keep = if add { T::ONE } else { T::default() };
-    // SAFETY: the caller's contract is what the crate needs; with read_dst false it only
-    // writes dst.
+    // SAFETY: the caller's contract is what the crate needs; it reads dst only with `add`
+    // (read_dst), for which the caller guarantees initialized elements.
     unsafe {
         gemm::gemm(
             m,
