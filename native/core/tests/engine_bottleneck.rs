@@ -2,8 +2,9 @@
 //! its bias and activation, and optionally a residual add) compile to one
 //! `_SavedModelBottleneck` step, and that step gives what the graph's ops give run one by one
 //! through their own kernels: on images large enough for the banded path (every band
-//! boundary, stride, padding and kernel size below) and on small ones, which run the parts
-//! one after another.
+//! boundary, stride, padding and kernel size below), on smaller ones with small weights
+//! (banded where the threads' bands would not compute many rows twice) and on tiny ones,
+//! which run the parts one after another.
 
 mod common;
 
@@ -216,6 +217,20 @@ fn small_blocks_run_part_by_part() {
 fn a_small_image_is_cut_into_a_band_per_thread() {
     // 14x14 pixels make one band of 196; at batch 1 it is cut in two.
     check(&mobilenet([1, 14, 14, 192], 1));
+}
+
+#[test]
+fn small_images_with_small_weights_run_in_bands_unless_threads_would_repeat_rows() {
+    // 14x14x96 expanded (75 KB): banded at stride 1 and 2 with a 3x3 window, part by part
+    // with a 5x5 one on two threads (its two bands would compute 18 of the 14 rows).
+    check(&mobilenet([1, 14, 14, 24], 1));
+    check(&mobilenet([1, 14, 14, 24], 2));
+    check(&Block {
+        kernel: 5,
+        ..mobilenet([1, 14, 14, 24], 1)
+    });
+    // 7x7 in one-row bands: part by part on two threads, in bands on one.
+    check(&mobilenet([1, 7, 7, 96], 1));
 }
 
 #[test]

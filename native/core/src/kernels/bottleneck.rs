@@ -47,10 +47,22 @@ pub const PART_OP: &str = "_op";
 pub const PART_INPUTS: &str = "_inputs";
 
 /// The least size of an image's expanded activations (the depthwise part's input, or its
-/// output when there is no expand part) for the banded path: smaller ones stay in the
-/// second-level cache between the ops anyway, and the parts' own kernels split a small image
-/// better over threads.
+/// output when there is no expand part) for the banded path whatever the weights: a smaller
+/// image stays in the second-level cache between the ops anyway, and gains only as below.
 const MIN_BANDED_BYTES: usize = 512 << 10;
+
+/// Smaller expanded images (down to this size) take the banded path when the pointwise
+/// parts' weights are at most [`MAX_BANDED_WEIGHTS`] (every band reads them again, from the
+/// second-level cache as long as they fit there) and the threads' shares compute at most a
+/// sixth more expanded rows than the images have (see [`expanded_rows`]). MobileNetV2 at
+/// batch 1 on a 2-vCPU Xeon with 2 MB of L2 a core (`savedmodel-run --bench 100 --profile`,
+/// medians of five runs alternating with the build before, ms a call): its 14x14 blocks
+/// (weights 197-590 KB, two bands of 7 rows computing 16 or 15 expanded rows of 14) 0.16-0.33
+/// -> 0.13-0.27, about 0.3 ms a call in all; its 7x7 blocks in one-row bands (9 rows of 7)
+/// and those with 1.2-1.8 MB of weights lost, as did EfficientNetB0's 14x14 blocks with a
+/// 5x5 window (18 rows of 14).
+const MIN_SMALL_BANDED_BYTES: usize = 64 << 10;
+const MAX_BANDED_WEIGHTS: usize = 1 << 20;
 
 /// The fewest output pixels per band: the pointwise parts are matrix products over a band's
 /// pixels, which pack their weights once per band.
@@ -291,16 +303,53 @@ impl Shapes {
             g.rows.out * g.cols.out * channels
         };
         // Empty outputs (a window larger than the image, no images) go the general way.
-        if n * g.rows.out * g.cols.out == 0 || image.saturating_mul(4) < MIN_BANDED_BYTES {
+        if n * g.rows.out * g.cols.out == 0 {
+            return None;
+        }
+        let band = band_rows(n, g.rows.out, g.cols.out);
+        let weights = input.saturating_mul(channels) * usize::from(block.expand.is_some())
+            + channels.saturating_mul(output) * usize::from(block.project.is_some());
+        let bytes = |values: usize| values.saturating_mul(4);
+        let small = bytes(image) >= MIN_SMALL_BANDED_BYTES
+            && bytes(weights) <= MAX_BANDED_WEIGHTS
+            && (block.expand.is_none() || expanded_rows(&g, band) * 6 <= n * g.h * 7);
+        if bytes(image) < MIN_BANDED_BYTES && !small {
             return None;
         }
         Some(Shapes {
             g,
             input,
             output,
-            band: band_rows(n, g.rows.out, g.cols.out),
+            band,
         })
     }
+}
+
+/// The expanded input rows the banded path computes for bands of `band` output rows split
+/// between the threads: each thread's first band of an image computes all the rows it
+/// reads, the bands after it only those the band before did not read, so a thread's share
+/// of an image costs the rows from its first band's first to its last band's last, and rows
+/// read by two threads' bands are computed twice.
+fn expanded_rows(g: &Geometry, band: usize) -> usize {
+    let per_image = g.rows.out / band.max(1);
+    let bands = g.n * per_image;
+    let share = bands.div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let rows = |index: usize| {
+        depthwise::band(g, index % per_image * band..(index % per_image + 1) * band).0
+    };
+    (0..bands)
+        .step_by(share)
+        .map(|start| {
+            let end = (start + share).min(bands);
+            (start..end)
+                .filter(|&i| i == start || i % per_image == 0)
+                .map(|first| {
+                    let last = (first / per_image * per_image + per_image).min(end) - 1;
+                    rows(last).end - rows(first).start
+                })
+                .sum::<usize>()
+        })
+        .sum()
 }
 
 /// Output rows per band: a divisor of the image's `oh` rows (so that every band lies in one
@@ -547,5 +596,43 @@ impl Run<'_> {
         scratch.image = Some(image);
         scratch.rows = rows;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::nn::bench::spec;
+
+    /// The rows two threads' shares compute for a depthwise window of `k` at `stride` on `n`
+    /// images of `hw` x `hw`, with the bands `band_rows` picks.
+    fn rows_on_two_threads(n: usize, hw: usize, k: usize, stride: usize) -> usize {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool");
+        pool.install(|| {
+            let (g, _) = geometry_of(&spec(stride), &[n, hw, hw, 8], &[k, k, 8, 1]).unwrap();
+            expanded_rows(&g, band_rows(n, g.rows.out, g.cols.out))
+        })
+    }
+
+    #[test]
+    fn expanded_rows_count_the_rows_both_threads_compute() {
+        // One 14x14 image in two bands of 7 rows: a 3x3 window reads one row beyond each
+        // band's, a 5x5 two (SAME padding covers the image's edges).
+        assert_eq!(rows_on_two_threads(1, 14, 3, 1), 16);
+        assert_eq!(rows_on_two_threads(1, 14, 5, 1), 18);
+        // Stride 2 to 7x7 (no padding above): output rows 0-3 read input rows 0-8, rows 4-6
+        // read 8-13.
+        assert_eq!(rows_on_two_threads(1, 14, 3, 2), 15);
+        // 7x7 in one-row bands, four on one thread and three on the other.
+        assert_eq!(rows_on_two_threads(1, 7, 3, 1), 9);
+        // Whole images a band: nothing read twice.
+        assert_eq!(rows_on_two_threads(4, 14, 3, 1), 56);
+        // Three 56x56 images at stride 2, four bands of 7 output rows each, six bands a
+        // thread: the second image's first two bands (input rows 0-28) on one thread, its
+        // last two (rows 28-55) on the other.
+        assert_eq!(rows_on_two_threads(3, 56, 3, 2), 56 + 29 + 28 + 56);
     }
 }
