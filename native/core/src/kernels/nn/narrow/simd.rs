@@ -1,5 +1,5 @@
 //! The direct kernel's output rows in x86-64 intrinsics: AVX2 for CPUs with AVX2 and FMA but
-//! not AVX-512 and outputs of more than 16 channels, AVX-512 for outputs of more than 32. The
+//! not AVX-512 and outputs of more than 16 channels, AVX-512 for outputs of 32 or more. The
 //! portable body (the parent module's `row_body`) unrolls the input channels and leaves the
 //! blocking of sums to the compiler, which on AVX2's 16 vector registers loads the inputs and
 //! filters of every channel ahead of their multiply-adds and spills the 16 sums of a 4-pixel by
@@ -43,11 +43,14 @@ fn wide() -> bool {
 /// AVX2 and FMA but no AVX-512: more than 16 (the portable body's blocks of 3 or 4 chunks by 4
 /// pixels; its blocks of 1 or 2 chunks fit in registers, and with the input channels a
 /// constant of each instance it ran keras_cnn's 1-to-8 and 8-to-16 layers 15% faster than the
-/// steps here). With AVX-512, whose 32 registers hold the portable body's blocks up to 32
-/// channels: more than 32.
+/// steps here). With AVX-512: 32 or more (MobileNetV2's and EfficientNetB0's stems, 3 to 32
+/// channels by 3x3 stride 2, on one core of a Xeon with AVX-512, `RAYON_NUM_THREADS=1
+/// B_HW=224 B_C=3 B_O=32 B_S=2 cargo test --release -p savedmodel-core --lib bench_one_conv
+/// -- --ignored --nocapture`, alternating, in the three of five pairs of runs the busy machine
+/// left alone: 78-81 GFLOP/s through the portable body, 91-94 here).
 pub fn chosen(o: usize) -> bool {
     if wide() {
-        return o > 4 * LANES;
+        return o >= 4 * LANES;
     }
     o > 2 * LANES && available()
 }
