@@ -2,9 +2,9 @@
 //! its bias and activation, and optionally a residual add) compile to one
 //! `_SavedModelBottleneck` step, and that step gives what the graph's ops give run one by one
 //! through their own kernels: on images large enough for the banded path (every band
-//! boundary, stride, padding and kernel size below), on smaller ones with small weights
-//! (banded where the threads' bands would not compute many rows twice) and on tiny ones,
-//! which run the parts one after another.
+//! boundary, stride, padding and kernel size below), on smaller ones (split by expanded
+//! channels between threads, or banded on one thread) and on tiny ones, which run the parts
+//! one after another.
 
 mod common;
 
@@ -220,17 +220,30 @@ fn a_small_image_is_cut_into_a_band_per_thread() {
 }
 
 #[test]
-fn small_images_with_small_weights_run_in_bands_unless_threads_would_repeat_rows() {
-    // 14x14x96 expanded (75 KB): banded at stride 1 and 2 with a 3x3 window, part by part
-    // with a 5x5 one on two threads (its two bands would compute 18 of the 14 rows).
+fn small_images_run_by_channels_or_in_bands() {
+    // On two threads or more: split by expanded channels (96, 72 in uneven shares, 384),
+    // with and without a residual, any window. On one: 14x14x96 expanded (75 KB) in bands
+    // with a 3x3 window, part by part with a 5x5 one; 7x7 in one band.
     check(&mobilenet([1, 14, 14, 24], 1));
     check(&mobilenet([1, 14, 14, 24], 2));
     check(&Block {
         kernel: 5,
         ..mobilenet([1, 14, 14, 24], 1)
     });
-    // 7x7 in one-row bands: part by part on two threads, in bands on one.
+    check(&mobilenet([1, 9, 9, 18], 1));
     check(&mobilenet([1, 7, 7, 96], 1));
+    check(&Block {
+        activation: "Relu",
+        dilation: 2,
+        ..mobilenet([2, 7, 7, 96], 1)
+    });
+    // Without a project part: in bands on two threads (16 expanded rows for 14).
+    check(&Block {
+        project: None,
+        residual: false,
+        activation: "Sigmoid",
+        ..mobilenet([1, 14, 14, 24], 1)
+    });
 }
 
 #[test]

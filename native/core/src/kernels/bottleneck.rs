@@ -37,6 +37,8 @@ use crate::kernels::nn::{conv_spec, Spec};
 use crate::protos::AttrValue;
 use crate::tensor::Tensor;
 
+mod channels;
+
 pub const BOTTLENECK: &str = "_SavedModelBottleneck";
 
 /// The parts a block may have, in the order they run (the depthwise one always).
@@ -182,7 +184,8 @@ impl Block {
         Ok(vec![value])
     }
 
-    /// The block a band of output rows at a time; None where that does not apply or gain.
+    /// The block a band of output rows at a time, or for a small one a range of expanded
+    /// channels a thread (channels.rs); None where neither applies or gains.
     fn banded(&self, inputs: &[Value]) -> KResult<Option<Tensor>> {
         let mut tensors = Vec::with_capacity(inputs.len());
         for i in 0..inputs.len() {
@@ -221,7 +224,10 @@ impl Block {
                 .and_then(|(_, _, r)| r.as_deref())
                 .map(values),
         };
-        run.all().map(Some)
+        match shapes.by_channels {
+            true => run.by_channels().map(Some),
+            false => run.all().map(Some),
+        }
     }
 }
 
@@ -265,6 +271,8 @@ struct Shapes {
     input: usize,
     output: usize,
     band: usize,
+    /// Whether the block goes by ranges of expanded channels (channels.rs), not bands.
+    by_channels: bool,
 }
 
 impl Shapes {
@@ -307,21 +315,24 @@ impl Shapes {
             return None;
         }
         let band = band_rows(n, g.rows.out, g.cols.out);
+        let mut shapes = Shapes {
+            g,
+            input,
+            output,
+            band,
+            by_channels: false,
+        };
+        if channels::applies(&shapes, block.expand.is_some() && block.project.is_some()) {
+            shapes.by_channels = true;
+            return Some(shapes);
+        }
         let weights = input.saturating_mul(channels) * usize::from(block.expand.is_some())
             + channels.saturating_mul(output) * usize::from(block.project.is_some());
         let bytes = |values: usize| values.saturating_mul(4);
         let small = bytes(image) >= MIN_SMALL_BANDED_BYTES
             && bytes(weights) <= MAX_BANDED_WEIGHTS
             && (block.expand.is_none() || expanded_rows(&g, band) * 6 <= n * g.h * 7);
-        if bytes(image) < MIN_BANDED_BYTES && !small {
-            return None;
-        }
-        Some(Shapes {
-            g,
-            input,
-            output,
-            band,
-        })
+        (bytes(image) >= MIN_BANDED_BYTES || small).then_some(shapes)
     }
 }
 

@@ -11,6 +11,7 @@
 //! `_SavedModelChannelAffine` is the project's own: a chain of per-channel steps by constants
 //! and an activation that follows no convolution (engine::fuse::fuse_affine), in one pass.
 
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use crate::dtype::DType;
@@ -212,12 +213,36 @@ impl OutputPass {
 #[derive(Clone, Copy)]
 pub(crate) struct RowPass<'a>(Pass<'a>);
 
-impl RowPass<'_> {
+impl<'a> RowPass<'a> {
     /// The pass over whole rows of output pixels (channels last), `residual` holding the
     /// residual input's values at the same places.
     pub(crate) fn apply(&self, rows: &mut [f32], residual: Option<&[f32]>) {
         let pass = self.0;
         apply(rows, pass.bias, residual, pass.activation, pass.post);
+    }
+
+    /// The pass over channels `range` of the pass's only: for rows of `range.len()` values
+    /// (a kernel that splits its work between threads by channels).
+    pub(crate) fn part(&self, range: Range<usize>) -> KResult<RowPass<'a>> {
+        let pass = self.0;
+        let outside = || fail(format!("internal: channels {range:?} of {}", pass.channels));
+        if range.end > pass.channels {
+            return Err(outside());
+        }
+        let slice = |values: &'a [f32]| values.get(range.clone()).ok_or_else(outside);
+        let post = match pass.post {
+            Some(p) => Some(Post {
+                scale: slice(p.scale)?,
+                shift: slice(p.shift)?,
+            }),
+            None => None,
+        };
+        Ok(RowPass(Pass {
+            channels: range.len(),
+            bias: slice(pass.bias)?,
+            activation: pass.activation,
+            post,
+        }))
     }
 }
 
