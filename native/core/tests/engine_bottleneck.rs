@@ -124,8 +124,9 @@ fn reference(nodes: &[NodeDef], constants: &[(String, Tensor)], x: &Tensor) -> T
     last
 }
 
-fn check(b: &Block) {
-    let (nodes, constants, last) = graph(b);
+/// The block's graph compiled (one `_SavedModelBottleneck` step), with its library.
+fn compiled(b: &Block) -> (Plan, Library) {
+    let (nodes, _, last) = graph(b);
     let library = Library::new(None, &[], registry(), FileAccess::default());
     let body = graph_body(&nodes, library.op_defs()).unwrap();
     let request = Request {
@@ -136,6 +137,12 @@ fn check(b: &Block) {
     };
     let plan = Plan::compile("graph", &body, &request, &library).unwrap();
     assert_eq!(plan.ops(), vec!["_SavedModelBottleneck"]);
+    (plan, library)
+}
+
+fn check(b: &Block) {
+    let (nodes, constants, _) = graph(b);
+    let (plan, library) = compiled(b);
     let x = tensor(&b.x, 7, 1.0);
     let got = plan
         .run(&library.context(), &[Value::Tensor(Arc::new(x.clone()))])
@@ -301,4 +308,42 @@ fn a_block_whose_inputs_disagree_with_its_parts_is_an_error() {
     ];
     let error = run_node(&block, inputs).unwrap_err().to_string();
     assert!(error.contains("takes 4 inputs, got 3"), "{error}");
+}
+
+/// Milliseconds a call (best of 20 runs of 50 calls) of one block, its shape from the
+/// environment: B_HW x B_HW x B_C input, B_E expanded channels (0: no expand part), a B_K x
+/// B_K window at stride B_S, B_O output channels (0: no project part). The default is
+/// MobileNetV2's first block (no expand, 112x112x32, project to 16).
+#[test]
+#[ignore = "timing only"]
+fn bench_block() {
+    let env = |k: &str, d: usize| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let (n, hw, c) = (env("B_N", 1), env("B_HW", 112), env("B_C", 32));
+    let (expand, project) = (env("B_E", 0), env("B_O", 16));
+    let b = Block {
+        x: [n, hw, hw, c],
+        expand: (expand > 0).then_some(expand),
+        kernel: env("B_K", 3),
+        stride: env("B_S", 1) as i64,
+        project: (project > 0).then_some(project),
+        residual: false,
+        ..mobilenet([n, hw, hw, c], 1)
+    };
+    let (plan, library) = compiled(&b);
+    let x = vec![Value::Tensor(Arc::new(tensor(&b.x, 7, 1.0)))];
+    let ctx = library.context();
+    let mut best = f64::MAX;
+    for _ in 0..20 {
+        let start = std::time::Instant::now();
+        for _ in 0..50 {
+            plan.run(&ctx, &x).unwrap();
+        }
+        best = best.min(start.elapsed().as_secs_f64() / 50.0);
+    }
+    println!("block {:?}: {:.3} ms", b.x, best * 1e3);
 }
