@@ -68,6 +68,15 @@ const MIN_BANDED_BYTES: usize = 512 << 10;
 const MIN_SMALL_BANDED_BYTES: usize = 64 << 10;
 const MAX_BANDED_WEIGHTS: usize = 1 << 20;
 
+/// The least input (in bytes) for which a block without an expand part prefetches the next
+/// band's input rows. Below it the input was just written and sits in the caches, where the
+/// prefetch cost more than it saved: MobileNetV2's first block (112x112x32 to 16, `cargo test
+/// --release -p savedmodel-core --test engine_bottleneck -- --ignored bench_block`, builds
+/// alternating, on a Xeon with 2 MB of L2 a core) took 0.262 ms a call with it at batch 1,
+/// 0.245 without (medians of 8 runs; without it faster in 7 of the 8 pairs); at batch 4
+/// (6.4 MB) 1.01 and 0.96. From batch 8 on the runs disagreed.
+const PREFETCH_BYTES: usize = 8 << 20;
+
 /// The fewest output pixels per band: the pointwise parts are matrix products over a band's
 /// pixels, which pack their weights once per band.
 const BAND_PIXELS: usize = 192;
@@ -554,11 +563,12 @@ impl Run<'_> {
     }
 
     /// Starts loading the input rows that the band of output rows from `top` of `image` reads
-    /// and the band before did not (from `held` on): read in place from memory, they arrive
-    /// while this band is computed (as the depthwise kernel's own prefetch does).
+    /// and the band before did not (from `held` on), when the input is larger than
+    /// [`PREFETCH_BYTES`]: read in place from memory, they arrive while this band is computed
+    /// (as the depthwise kernel's own prefetch does).
     fn prefetch_next(&self, image: usize, top: usize, held: usize) {
         let g = self.shapes.g;
-        if top >= g.rows.out {
+        if top >= g.rows.out || self.x.len() * 4 <= PREFETCH_BYTES {
             return;
         }
         let (rows, _) = depthwise::band(&g, top..top + self.shapes.band);
