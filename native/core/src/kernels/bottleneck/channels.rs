@@ -23,6 +23,7 @@ use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::depthwise::blocked;
 use crate::kernels::nn::gemm::{self, Layout, Product, PARALLEL_WORK};
 use crate::kernels::nn::kept::Kept;
+use crate::kernels::nn::output::{written_chunks, Split};
 use crate::tensor::Tensor;
 
 /// Expanded channels of a share are a multiple of this (one AVX-512 vector of float32).
@@ -126,7 +127,6 @@ impl Run<'_> {
             pass.apply(row, None);
         }
 
-        let mut partial = vec![0f32; g.n * oh * ow * output];
         let product = Product {
             m: g.n * oh * ow,
             n: output,
@@ -135,7 +135,18 @@ impl Run<'_> {
             b: Layout::rows(range.start * output, output),
             dst: Layout::rows(0, output),
         };
-        gemm::fast(&product, &middle, project, &mut partial, false)?;
-        Ok(partial)
+        // Written by the product itself, not zeroed first.
+        let count = g.n * oh * ow * output;
+        let whole = Split {
+            count,
+            chunk: count,
+            share: count,
+            parallel: false,
+        };
+        written_chunks(
+            whole,
+            || (),
+            |_, _, out| gemm::fast_into(&product, &middle, project, out, false),
+        )
     }
 }
