@@ -549,24 +549,41 @@ mod bench {
     use super::*;
     use crate::kernels::nn::window::Padding;
 
-    /// keras_cnn's pooling at batch 32 (`cargo test --release -p savedmodel-core --lib
-    /// bench_max_pool -- --ignored --nocapture`).
+    /// keras_cnn's pooling at batch 32 by default (`cargo test --release -p savedmodel-core
+    /// --lib bench_max_pool -- --ignored --nocapture`); `POOL_LAYER=n,h,w,c,k,stride,pad`
+    /// times another shape (`pad` 1: explicit zero padding of k/2 pixels on each side, as a
+    /// folded Pad leaves it, e.g. DenseNet121's `1,112,112,64,3,2,1`).
     #[test]
     #[ignore]
     fn bench_max_pool() {
-        let values: Vec<f32> = (0..32 * 26 * 26 * 8).map(|i| (i % 101) as f32).collect();
-        let x = Tensor::from_vec(vec![32, 26, 26, 8], values);
+        let layer: Vec<usize> = std::env::var("POOL_LAYER")
+            .unwrap_or_else(|_| "32,26,26,8,2,2,0".into())
+            .split(',')
+            .map(|v| v.parse().expect("POOL_LAYER holds numbers"))
+            .collect();
+        let [n, h, w, c, k, stride, pad] = layer[..] else {
+            panic!("POOL_LAYER=n,h,w,c,k,stride,pad");
+        };
+        let values: Vec<f32> = (0..n * h * w * c)
+            .map(|i| (i % 101) as f32 - 50.0)
+            .collect();
+        let x = Tensor::from_vec(vec![n, h, w, c], values);
+        let side = pad * (k / 2);
         let pool = Pool {
             spec: Spec {
                 channels_first: false,
-                strides: [2; 2],
+                strides: [stride; 2],
                 dilations: [1, 1],
-                padding: Padding::Valid,
-                explicit: [[0, 0]; 2],
+                padding: if pad == 1 {
+                    Padding::Explicit
+                } else {
+                    Padding::Valid
+                },
+                explicit: [[side, side]; 2],
             },
-            window: [2; 2],
+            window: [k; 2],
             depth: 1,
-            zeros: false,
+            zeros: pad == 1,
         };
         let mut best = f64::INFINITY;
         for _ in 0..500 {
@@ -574,6 +591,10 @@ mod bench {
             std::hint::black_box(max_pool_tensor(&pool, &x).unwrap());
             best = best.min(start.elapsed().as_secs_f64());
         }
-        println!("max pool [32,26,26,8] 2x2/2: {:.1} us", best * 1e6);
+        println!(
+            "max pool {:?} {k}x{k}/{stride}: {:.1} us",
+            [n, h, w, c],
+            best * 1e6
+        );
     }
 }
