@@ -388,6 +388,20 @@ def test_the_binary_profiles_where_the_time_goes(tmp_path):
     assert by_op["_FusedConv2D"] % 3 == 0 and by_op["_FusedConv2D"] >= 3, by_op
     assert all(runs % 3 == 0 for runs in by_op.values()), by_op
     assert "(_FusedConv2D)" in nodes_part
+    assert nodes_part.splitlines()[1].split()[:5] == ["ms", "%", "runs", "median", "us"]
+    listed = lambda text: [line for line in text.split("slowest nodes:")[1].splitlines()[2:]
+                           if line.strip()]
+    assert len(listed(done.stderr)) == min(20, sum(by_op.values()) // 3)
+    for count, want in (("1", 1), ("0", len(listed(done.stderr)))):
+        again = subprocess.run([str(_binary()), str(model), "--inputs",
+                                f"{key}={tmp_path / 'x.npy'}", "--bench", "3", "--profile",
+                                "--profile-nodes", count],
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0, again.stderr
+        assert len(listed(again.stderr)) == want
+    for row in listed(done.stderr):
+        total_ms, runs, median_us = float(row.split()[0]), int(row.split()[2]), float(row.split()[3])
+        assert 0 <= median_us <= total_ms * 1e3, row
 
 
 def test_the_native_engine_confines_file_access_too(tmp_path):

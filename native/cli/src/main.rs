@@ -64,6 +64,9 @@ struct Args {
     /// slowest nodes (to stderr); with --bench N over those N calls, else over one more call.
     #[arg(long)]
     profile: bool,
+    /// How many of the slowest nodes --profile lists (0: all).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    profile_nodes: usize,
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -122,7 +125,7 @@ fn run(args: &Args) -> Result<(), String> {
         None => {}
     }
     if args.profile {
-        report(&profile);
+        report(&profile, args.profile_nodes);
     }
     match &args.outdir {
         None => {
@@ -189,8 +192,9 @@ fn bench<F>(
     Ok(())
 }
 
-/// Prints the profile's time per op type, then its slowest nodes, to stderr.
-fn report(profile: &Profile) {
+/// Prints the profile's time per op type, then its `nodes` slowest nodes (all when 0) with
+/// each one's median run, to stderr.
+fn report(profile: &Profile, nodes: usize) {
     let total = profile.total().as_secs_f64();
     let share = |seconds: f64| {
         if total > 0.0 {
@@ -215,22 +219,24 @@ fn report(profile: &Profile) {
         );
     }
     eprintln!("slowest nodes:");
-    eprintln!("{:>10} {:>6} {:>8}  node (op)", "ms", "%", "runs");
-    for e in profile.nodes().into_iter().take(SLOWEST_NODES) {
+    eprintln!(
+        "{:>10} {:>6} {:>8} {:>10}  node (op)",
+        "ms", "%", "runs", "median us"
+    );
+    let listed = if nodes == 0 { usize::MAX } else { nodes };
+    for e in profile.nodes().into_iter().take(listed) {
         let s = e.own.as_secs_f64();
         eprintln!(
-            "{:>10.3} {:>6.1} {:>8}  {} ({})",
+            "{:>10.3} {:>6.1} {:>8} {:>10.1}  {} ({})",
             s * 1e3,
             share(s),
             e.runs,
+            e.median.as_secs_f64() * 1e6,
             e.node,
             e.op
         );
     }
 }
-
-/// How many nodes `--profile` lists by name.
-const SLOWEST_NODES: usize = 20;
 
 /// Writes each output to `dir/<key>.npy` ('/' in a key becomes '_'), refusing to replace files
 /// unless `overwrite`; each file is written whole (temporary file, then rename).

@@ -1,7 +1,8 @@
 //! Where a call's time goes: each kernel's own time (a call, branch or loop kernel's time
-//! without the kernels it ran), summed per node over the calls profiled. What
-//! `savedmodel-run --profile` prints; off unless a caller asks, and then one clock read per
-//! step.
+//! without the kernels it ran), summed per node over the calls profiled, and each node's
+//! median run. What `savedmodel-run --profile` prints; off unless a caller asks, and then one
+//! clock read per step. The median is there for busy machines: a run the system stalls for
+//! milliseconds (seen on shared virtual machines) moves a node's total, not its median.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -21,6 +22,27 @@ pub struct Entry {
     pub node: String,
     pub runs: u64,
     pub own: Duration,
+    /// The median of the node's runs' own times (zero in the op totals of [`Profile::ops`]).
+    pub median: Duration,
+}
+
+/// A node's entry and each of its runs' own time.
+#[derive(Debug, Default)]
+struct Runs {
+    entry: Entry,
+    each: Vec<Duration>,
+}
+
+impl Runs {
+    /// The entry, with the median of the runs.
+    fn summary(&self) -> Entry {
+        let mut each = self.each.clone();
+        each.sort_unstable();
+        Entry {
+            median: each.get(each.len() / 2).copied().unwrap_or_default(),
+            ..self.entry.clone()
+        }
+    }
 }
 
 /// Per-node own time, filled by plans run with a context that carries it.
@@ -28,7 +50,7 @@ pub struct Entry {
 pub struct Profile {
     /// Entries by op, then node: looked up by borrowed names, so charging a step that was
     /// charged before allocates nothing (its cost would count in the enclosing step's time).
-    by_node: Mutex<HashMap<String, HashMap<String, Entry>>>,
+    by_node: Mutex<HashMap<String, HashMap<String, Runs>>>,
 }
 
 impl Profile {
@@ -65,22 +87,30 @@ impl Profile {
                 node: node.to_string(),
                 ..Entry::default()
             };
-            nodes.insert(node.to_string(), entry);
+            let runs = Runs {
+                entry,
+                each: Vec::new(),
+            };
+            nodes.insert(node.to_string(), runs);
         }
-        let Some(entry) = nodes.get_mut(node) else {
+        let Some(runs) = nodes.get_mut(node) else {
             return;
         };
-        entry.runs += 1;
-        entry.own += own;
+        runs.entry.runs += 1;
+        runs.entry.own += own;
+        runs.each.push(own);
     }
 
-    /// Every node profiled, most time first.
+    /// Every node profiled, most time first, with its median run.
     pub fn nodes(&self) -> Vec<Entry> {
         let map = match self.by_node.lock() {
             Ok(map) => map,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let mut entries: Vec<Entry> = map.values().flat_map(|n| n.values().cloned()).collect();
+        let mut entries: Vec<Entry> = map
+            .values()
+            .flat_map(|n| n.values().map(Runs::summary))
+            .collect();
         entries.sort_by(|a, b| b.own.cmp(&a.own).then_with(|| a.node.cmp(&b.node)));
         entries
     }
@@ -130,6 +160,20 @@ mod tests {
         assert_eq!(call.node, "call");
         assert!(call.own >= Duration::from_millis(2));
         assert!(call.own < Duration::from_millis(20), "{:?}", call.own);
+    }
+
+    #[test]
+    fn a_node_s_median_run_ignores_one_stall() {
+        let profile = Profile::new();
+        for d in [1, 2, 30, 2, 2] {
+            profile.time("Conv2D", "stem", || spin(Duration::from_millis(d)));
+        }
+        let stem = &profile.nodes()[0];
+        assert_eq!(stem.runs, 5);
+        assert!(stem.own >= Duration::from_millis(37));
+        assert!(stem.median >= Duration::from_millis(2));
+        assert!(stem.median < Duration::from_millis(30), "{:?}", stem.median);
+        assert_eq!(profile.ops()[0].median, Duration::ZERO);
     }
 
     #[test]
