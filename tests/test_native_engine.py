@@ -401,7 +401,8 @@ def test_the_binary_profiles_where_the_time_goes(tmp_path):
         assert len(listed(again.stderr)) == want
     for row in listed(done.stderr):
         total_ms, runs, median_us = float(row.split()[0]), int(row.split()[2]), float(row.split()[3])
-        assert 0 <= median_us <= total_ms * 1e3, row
+        # Both as printed: the total to 1 us (0.0005 ms either way), the median to 0.1 us.
+        assert 0 <= median_us <= total_ms * 1e3 + 0.55, row
 
 
 def test_the_native_engine_confines_file_access_too(tmp_path):
