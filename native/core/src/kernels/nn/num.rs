@@ -57,6 +57,11 @@ pub trait Num: Copy + Send + Sync + Default + 'static {
         let _ = values;
         None
     }
+    /// [`Num::as_f32`] for an output not yet written.
+    fn as_f32_uninit(values: &mut [MaybeUninit<Self>]) -> Option<&mut [MaybeUninit<f32>]> {
+        let _ = values;
+        None
+    }
 }
 
 /// An ordered real element: what max pooling needs.
@@ -117,6 +122,9 @@ float!(f32, {
         Some(values)
     }
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]> {
+        Some(values)
+    }
+    fn as_f32_uninit(values: &mut [MaybeUninit<Self>]) -> Option<&mut [MaybeUninit<f32>]> {
         Some(values)
     }
 });

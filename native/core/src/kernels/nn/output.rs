@@ -121,16 +121,25 @@ pub fn copied<'p, 's, T: Copy + 's>(
         return Err(fail("internal: copies do not fill their output"));
     }
     // SAFETY: the sources were written over `part` end to end and their lengths add up to
-    // its length, so every element is initialized; `MaybeUninit<T>` has `T`'s layout, and
-    // the returned borrow is `part`'s.
-    Ok(unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(part) as *mut [T]) })
+    // its length, so every element is initialized.
+    Ok(unsafe { assume_written(part) })
 }
 
 /// `part` filled with `T::default()`, as initialized elements.
 pub fn zeroed<T: Copy + Default>(part: &mut [MaybeUninit<T>]) -> &mut [T] {
     part.fill(MaybeUninit::new(T::default()));
-    // SAFETY: every element of `part` was just written, and `MaybeUninit<T>` has the size,
-    // alignment and layout of `T`; the returned borrow is `part`'s, so nothing else sees it.
+    // SAFETY: every element of `part` was just written.
+    unsafe { assume_written(part) }
+}
+
+/// `part` as the initialized values a kernel wrote into it.
+///
+/// # Safety
+/// Every element of `part` must have been written.
+pub unsafe fn assume_written<T>(part: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: every element is initialized (the caller's contract), and `MaybeUninit<T>` has
+    // the size, alignment and layout of `T`; the returned borrow is `part`'s, so nothing else
+    // sees it.
     unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(part) as *mut [T]) }
 }
 
