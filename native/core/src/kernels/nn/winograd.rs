@@ -29,10 +29,11 @@
 //! piece held too few tiles to repay its filter transform (twice as slow as im2col, when the
 //! filter was transformed per piece), hence [`MAX_CHANNELS`].
 
-use crate::engine::kernel::KResult;
+use crate::engine::kernel::{fail, KResult};
 use crate::kernels::nn::conv::Geometry;
 use crate::kernels::nn::gemm::{fast, Layout, Product, PARALLEL_WORK};
-use crate::kernels::nn::num::{f32_inputs, zeros, Num};
+use crate::kernels::nn::kept::Kept;
+use crate::kernels::nn::num::{f32_inputs, Num};
 use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::window::Axis;
 use crate::kernels::nn::Epilogue;
@@ -179,9 +180,11 @@ fn pieces(lines: usize, pairs: usize) -> impl Iterator<Item = std::ops::Range<us
 }
 
 /// The filter transformed (G g Gᵀ) once for the call, by all threads, and read by every
-/// piece: position, input channel, output channel.
+/// piece: position, input channel, output channel. Its buffer is kept between calls
+/// (kept.rs): the transform writes every value the products read (each position's `c · o`),
+/// and a new zeroed buffer cost a memset of up to 16/9 of the filter a call.
 struct Filter {
-    values: Vec<f32>,
+    values: Kept,
     /// The distance between positions (see [`spaced`]).
     stride: usize,
 }
@@ -190,7 +193,7 @@ impl Filter {
     /// The transform of `taps` by `tasks` rayon tasks (the call's threads, or one).
     fn new(g: &Geometry, taps: &[f32], tasks: usize) -> KResult<Self> {
         let (len, stride) = (g.c * g.o, spaced(g.c * g.o));
-        let mut values = zeros(POINTS * stride)?;
+        let mut values = Kept::new(POINTS * stride)?;
         // Each task's input channels in each of the 16 positions' matrices.
         let channels = g.c.div_ceil(tasks.max(1));
         let mut parts: Vec<Vec<&mut [f32]>> = Vec::new();
@@ -235,14 +238,31 @@ struct Tile {
     line: usize,
 }
 
-/// Per-thread buffers reused from chunk to chunk.
+/// Per-thread buffers reused from chunk to chunk, the large ones kept between calls (see
+/// [`sized`]).
 #[derive(Default)]
 struct Scratch {
     tiles: Vec<Tile>,
     /// Transformed inputs: tile, position, input channel (see [`Stack`]).
-    inputs: Vec<f32>,
+    inputs: Option<Kept>,
     /// The products: tile, position, output channel (see [`Stack`]).
-    products: Vec<f32>,
+    products: Option<Kept>,
+}
+
+/// The first `len` values of the buffer in `slot`, taken from the thread's kept buffers
+/// (kept.rs) when it holds fewer: new vectors, zeroed on every call, cost DenseNet121 at
+/// batch 1 a memset of each share's transformed tiles. Stale values are never read: the
+/// input transform writes every value the products read, and the products every value the
+/// output transform reads.
+fn sized(slot: &mut Option<Kept>, len: usize) -> KResult<&mut [f32]> {
+    if slot.as_ref().is_none_or(|kept| kept.len() < len) {
+        *slot = None;
+        *slot = Some(Kept::new(len)?);
+    }
+    match slot {
+        Some(kept) => Ok(&mut kept[..len]),
+        None => Err(fail("internal: no scratch buffer")),
+    }
 }
 
 /// Output rows `row..` (as many as `out` holds) of the convolution.
@@ -259,8 +279,8 @@ fn run_chunk(
     tiles(oh, ow, row, lines, &mut s.tiles);
     let count = s.tiles.len();
     let inputs = Stack::new(g.c);
-    s.inputs.resize(inputs.len(count), 0.0);
-    transforms::inputs(g, x, &s.tiles, &mut s.inputs, inputs);
+    let transformed = sized(&mut s.inputs, inputs.len(count))?;
+    transforms::inputs(g, x, &s.tiles, transformed, inputs);
     let block = (FILTER_VALUES / (POINTS * g.c))
         .max(LANES)
         .next_multiple_of(LANES)
@@ -268,7 +288,7 @@ fn run_chunk(
     for start in (0..g.o).step_by(block) {
         let width = block.min(g.o - start);
         let products = Stack::new(width);
-        s.products.resize(products.len(count), 0.0);
+        let sums = sized(&mut s.products, products.len(count))?;
         for point in 0..POINTS {
             let product = Product {
                 m: count,
@@ -278,10 +298,10 @@ fn run_chunk(
                 b: filter.layout(g, point, start),
                 dst: products.layout(point),
             };
-            fast(&product, &s.inputs, &filter.values, &mut s.products, false)?;
+            fast(&product, transformed, &filter.values, sums, false)?;
         }
         let (layout, place) = ((products, width), (ow, g.o, start));
-        transforms::outputs(&s.products, layout, &s.tiles, place, out);
+        transforms::outputs(sums, layout, &s.tiles, place, out);
     }
     Ok(())
 }
