@@ -497,9 +497,8 @@ mod tests {
     fn direct_kernel_for_few_channels_matches_the_definition() {
         let cases: [(&[usize], &[usize], Padding, usize); 14] = [
             (&[2, 9, 11, 1], &[3, 3, 1, 8], Padding::Valid, 1),
-            // ResNet50's stem in small (rows whose pixels go in three runs: windows in the
-            // padding before the input, inside it, past its end), and the widths between 32
-            // and 64 channels.
+            // ResNet50's stem in small (rows of several blocks of 6 pixels and fewer), and the
+            // widths between 32 and 64 channels.
             (&[1, 19, 23, 3], &[7, 7, 3, 64], Padding::Same, 2),
             (&[1, 5, 60, 3], &[7, 7, 3, 64], Padding::Same, 2),
             (&[2, 6, 27, 8], &[3, 3, 8, 40], Padding::Same, 1),

@@ -175,7 +175,7 @@ fn padded(filter: &[f32], o: usize) -> Cow<'_, [f32]> {
 struct Scratch {
     /// Copies of input lines with the width's padding as zeros (see [`span`]).
     lines: Vec<f32>,
-    /// Where a run of pixels' lines start (see [`span`]).
+    /// Where the row's lines start (see [`span`]).
     starts: Vec<(usize, usize)>,
     /// The row with its channels padded to whole chunks of lanes.
     row: Vec<MaybeUninit<f32>>,
@@ -184,11 +184,6 @@ struct Scratch {
     /// The row's steps by tap and input channel (see `simd::row`).
     steps: Vec<(usize, usize)>,
 }
-
-/// Output pixels of a row whose windows lie inside the input, fewer than this many, go with
-/// the rest of the row through one padded copy of its lines: a few pixels on their own would
-/// run short blocks of sums.
-const MIN_INSIDE: usize = 8;
 
 /// One output row into `row` (`rows.o` channels a pixel, every element written; an error,
 /// with nothing written, when its length is not the row's), through `scratch.row` when the
@@ -229,8 +224,8 @@ fn store_row(
     Ok(())
 }
 
-/// Every pixel of the row into `row` (`rows.cols.out` pixels of the padded channels), in
-/// runs of pixels (see [`runs`]), each over its own input lines (see [`span`]).
+/// Every pixel of the row into `row` (`rows.cols.out` pixels of the padded channels), over
+/// its input lines (see [`span`]).
 fn store_pixels(
     rows: &Rows,
     lines: &[(usize, usize)],
@@ -241,95 +236,56 @@ fn store_pixels(
 ) {
     let (cols, c) = (rows.cols, rows.c);
     let wide = rows.o.div_ceil(LANES) * LANES;
-    for (a, b) in runs(cols, rows.w) {
-        if a == b {
-            continue;
+    let source = span(rows, lines, x, &mut scratch.lines, &mut scratch.starts);
+    let taps = &mut scratch.taps;
+    taps.clear();
+    for &(start, outer) in scratch.starts.iter() {
+        for j in 0..cols.window {
+            let at = start + j * cols.dilation * c;
+            taps.push((at, (outer * cols.window + j) * c * wide / LANES));
         }
-        let source = span(
-            rows,
-            lines,
-            x,
-            (a, b),
-            &mut scratch.lines,
-            &mut scratch.starts,
-        );
-        let taps = &mut scratch.taps;
-        taps.clear();
-        for &(start, outer) in scratch.starts.iter() {
-            for j in 0..cols.window {
-                let at = start + j * cols.dilation * c;
-                taps.push((at, (outer * cols.window + j) * c * wide / LANES));
-            }
-        }
-        let line = Line {
-            out: b - a,
-            step: cols.stride * c,
-            taps,
-            x: source,
-        };
-        any_row(
-            rows.o,
-            c,
-            &line,
-            filter,
-            &mut row[a * wide..b * wide],
-            &mut scratch.steps,
-        );
     }
+    let line = Line {
+        out: cols.out,
+        step: cols.stride * c,
+        taps,
+        x: source,
+    };
+    any_row(rows.o, c, &line, filter, row, &mut scratch.steps);
 }
 
-/// The row's pixels in up to three runs: those whose windows start in the padding before
-/// the input, those whose windows lie inside it (read from the input itself), and those
-/// whose windows reach past its end; the whole row as one run when the middle one would be
-/// short (see [`MIN_INSIDE`]).
-fn runs(cols: Axis, w: usize) -> [(usize, usize); 3] {
-    let out = cols.out;
-    let first = cols.before.div_ceil(cols.stride.max(1)).min(out);
-    // The first pixel whose window reaches past the input: p · stride + reach > w + before.
-    let reach = cols.window.saturating_sub(1) * cols.dilation + 1;
-    let past = (w + cols.before + 1)
-        .saturating_sub(reach)
-        .div_ceil(cols.stride.max(1))
-        .clamp(first, out);
-    if past - first < MIN_INSIDE {
-        return [(0, out), (out, out), (out, out)];
-    }
-    [(0, first), (first, past), (past, out)]
-}
-
-/// The input lines of the row's output pixels `a..b`: `starts` gets each line's (first
-/// element, filter block) with the element moved to where pixel `a`'s window starts, in `x`
-/// when every window of those pixels lies inside the input, else in `buffer`, a copy of the
-/// span they read with the width's padding as zeros (one pixel at a time at the borders ran
-/// one chain of dependent multiply-adds: a Conv3D six pixels wide did nothing else).
+/// The row's input lines: `starts` gets each line's (first element, filter block), in `x`
+/// when every window of the row lies inside the input, else in `buffer`, a copy of the lines
+/// with the width's padding as zeros, so that any run of pixels goes through one block of
+/// sums (one pixel at a time at the borders ran one chain of dependent multiply-adds: a Conv3D
+/// six pixels wide did nothing else; reading the inside of a row in place and copying only
+/// its borders saved nothing measurable on ResNet50's stem, where the copy is 1/224 of the
+/// arithmetic, and cost keras_cnn's 13-pixel rows a third of their speed).
 fn span<'a>(
     rows: &Rows,
     lines: &[(usize, usize)],
     x: &'a [f32],
-    (a, b): (usize, usize),
     buffer: &'a mut Vec<f32>,
     starts: &mut Vec<(usize, usize)>,
 ) -> &'a [f32] {
     let (cols, c) = (rows.cols, rows.c);
-    // The columns the pixels read, counting the padding before the input: from..to.
-    let from = a * cols.stride;
-    let to = (b - 1) * cols.stride + cols.window.saturating_sub(1) * cols.dilation + 1;
+    // How far the last window reaches, counting the padding before the input.
+    let reach = cols.out.saturating_sub(1) * cols.stride
+        + cols.window.saturating_sub(1) * cols.dilation
+        + 1;
     starts.clear();
-    if from >= cols.before && to <= rows.w + cols.before {
-        let shift = (from - cols.before) * c;
-        starts.extend(lines.iter().map(|&(start, outer)| (start + shift, outer)));
+    if cols.before == 0 && reach <= rows.w {
+        starts.extend_from_slice(lines);
         return x;
     }
-    let len = (to - from) * c;
-    // The input's columns in the span, and where the first lands in each copy.
-    let (first, last) = (from.max(cols.before), to.min(rows.w + cols.before));
+    let len = reach * c;
+    let copied = rows.w.min(reach.saturating_sub(cols.before)) * c;
     buffer.clear();
     buffer.resize(lines.len() * len, 0.0);
     for (k, &(start, outer)) in lines.iter().enumerate() {
-        if first < last {
-            let at = k * len + (first - from) * c;
-            let src = start + (first - cols.before) * c;
-            buffer[at..at + (last - first) * c].copy_from_slice(&x[src..src + (last - first) * c]);
+        if copied > 0 {
+            let at = k * len + cols.before * c;
+            buffer[at..at + copied].copy_from_slice(&x[start..start + copied]);
         }
         starts.push((k * len, outer));
     }
@@ -460,9 +416,11 @@ fn block<const B: usize, const P: usize, const C: usize, const FUSED: bool>(
             }
         }
     }
+    // Whole arrays, so that the sums stay in registers (a loop over flattened elements kept
+    // them in memory and halved keras_cnn's convolutions' speed).
     for (dst, sums) in out.chunks_exact_mut(B).zip(&acc) {
-        for (d, s) in dst.iter_mut().flatten().zip(sums.iter().flatten()) {
-            d.write(*s);
+        for (d, s) in dst.iter_mut().zip(sums) {
+            *d = s.map(MaybeUninit::new);
         }
     }
 }

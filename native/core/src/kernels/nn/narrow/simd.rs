@@ -5,8 +5,9 @@
 //! filters of every channel ahead of their multiply-adds and spills the 16 sums of a 4-pixel by
 //! 32-channel block to the stack at every step (MobileNetV2's stem, 224x224x3 to 32 channels by
 //! 3x3 stride 2: 30-43 GFLOP/s on one Zen 3 core). Here one step is one tap and input channel,
-//! a loop the compiler leaves rolled, and a block is a few pixels by 16 (AVX2) or 32 (AVX-512)
-//! channels, the sums in registers; wider outputs go through the row in passes (the stem: 46-50
+//! a loop the compiler leaves rolled, and a block is a few pixels by 16 (AVX2) or 32 or 64
+//! (AVX-512) channels, the sums in registers; wider outputs go through the row in passes, each
+//! block written straight into the output, which is not zeroed first (the stem: 46-50
 //! GFLOP/s, `bench_one_conv` with `RAYON_NUM_THREADS=1 B_HW=224 B_C=3 B_O=32 B_S=2`). Every
 //! sum takes its taps and channels in the portable body's order with the same fused
 //! multiply-adds, so all give identical results. The `unsafe` steps are the calls into code
