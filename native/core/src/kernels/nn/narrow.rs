@@ -175,8 +175,6 @@ fn padded(filter: &[f32], o: usize) -> Cow<'_, [f32]> {
 struct Scratch {
     /// Copies of input lines with the width's padding as zeros (see [`span`]).
     lines: Vec<f32>,
-    /// Where the row's lines start (see [`span`]).
-    starts: Vec<(usize, usize)>,
     /// The row with its channels padded to whole chunks of lanes.
     row: Vec<MaybeUninit<f32>>,
     /// The row's taps (see [`Line`]).
@@ -190,7 +188,7 @@ struct Scratch {
 /// channels are padded.
 fn store_row(
     rows: &Rows,
-    lines: &[(usize, usize)],
+    lines: &mut [(usize, usize)],
     x: &[f32],
     filter: &[f32],
     row: &mut [MaybeUninit<f32>],
@@ -228,7 +226,7 @@ fn store_row(
 /// its input lines (see [`span`]).
 fn store_pixels(
     rows: &Rows,
-    lines: &[(usize, usize)],
+    lines: &mut [(usize, usize)],
     x: &[f32],
     filter: &[f32],
     row: &mut [MaybeUninit<f32>],
@@ -236,10 +234,10 @@ fn store_pixels(
 ) {
     let (cols, c) = (rows.cols, rows.c);
     let wide = rows.o.div_ceil(LANES) * LANES;
-    let source = span(rows, lines, x, &mut scratch.lines, &mut scratch.starts);
+    let source = span(rows, lines, x, &mut scratch.lines);
     let taps = &mut scratch.taps;
     taps.clear();
-    for &(start, outer) in scratch.starts.iter() {
+    for &(start, outer) in lines.iter() {
         for j in 0..cols.window {
             let at = start + j * cols.dilation * c;
             taps.push((at, (outer * cols.window + j) * c * wide / LANES));
@@ -254,40 +252,37 @@ fn store_pixels(
     any_row(rows.o, c, &line, filter, row, &mut scratch.steps);
 }
 
-/// The row's input lines: `starts` gets each line's (first element, filter block), in `x`
-/// when every window of the row lies inside the input, else in `buffer`, a copy of the lines
-/// with the width's padding as zeros, so that any run of pixels goes through one block of
+/// The row's input lines (each a first element and a filter block): in `x` when every window
+/// of the row lies inside the input, else copied into `buffer` with the width's padding as
+/// zeros and `lines` changed to point there, so that any run of pixels goes through one block of
 /// sums (one pixel at a time at the borders ran one chain of dependent multiply-adds: a Conv3D
 /// six pixels wide did nothing else; reading the inside of a row in place and copying only
 /// its borders saved nothing measurable on ResNet50's stem, where the copy is 1/224 of the
 /// arithmetic, and cost keras_cnn's 13-pixel rows a third of their speed).
 fn span<'a>(
     rows: &Rows,
-    lines: &[(usize, usize)],
+    lines: &mut [(usize, usize)],
     x: &'a [f32],
     buffer: &'a mut Vec<f32>,
-    starts: &mut Vec<(usize, usize)>,
 ) -> &'a [f32] {
     let (cols, c) = (rows.cols, rows.c);
     // How far the last window reaches, counting the padding before the input.
     let reach = cols.out.saturating_sub(1) * cols.stride
         + cols.window.saturating_sub(1) * cols.dilation
         + 1;
-    starts.clear();
     if cols.before == 0 && reach <= rows.w {
-        starts.extend_from_slice(lines);
         return x;
     }
     let len = reach * c;
     let copied = rows.w.min(reach.saturating_sub(cols.before)) * c;
     buffer.clear();
     buffer.resize(lines.len() * len, 0.0);
-    for (k, &(start, outer)) in lines.iter().enumerate() {
+    for (k, (start, _)) in lines.iter_mut().enumerate() {
         if copied > 0 {
             let at = k * len + cols.before * c;
-            buffer[at..at + copied].copy_from_slice(&x[start..start + copied]);
+            buffer[at..at + copied].copy_from_slice(&x[*start..*start + copied]);
         }
-        starts.push((k * len, outer));
+        *start = k * len;
     }
     buffer
 }

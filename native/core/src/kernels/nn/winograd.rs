@@ -256,6 +256,8 @@ struct Scratch {
 /// output transform reads.
 fn sized(slot: &mut Option<Kept>, len: usize) -> KResult<&mut [f32]> {
     if slot.as_ref().is_none_or(|kept| kept.len() < len) {
+        // The short buffer goes back to the thread's pool first, so that `Kept::new` grows
+        // it (zeroing only the new part) instead of taking or making another.
         *slot = None;
         *slot = Some(Kept::new(len)?);
     }
