@@ -195,7 +195,8 @@ fn bench<F>(
 /// Prints the profile's time per op type, then its `nodes` slowest nodes (all when 0) with
 /// each one's median run, to stderr.
 fn report(profile: &Profile, nodes: usize) {
-    let total = profile.total().as_secs_f64();
+    let summary = profile.summary();
+    let total = summary.total.as_secs_f64();
     let share = |seconds: f64| {
         if total > 0.0 {
             100.0 * seconds / total
@@ -208,7 +209,7 @@ fn report(profile: &Profile, nodes: usize) {
         total * 1e3
     );
     eprintln!("{:>10} {:>6} {:>8}  op", "ms", "%", "runs");
-    for e in profile.ops() {
+    for e in summary.ops {
         let s = e.own.as_secs_f64();
         eprintln!(
             "{:>10.3} {:>6.1} {:>8}  {}",
@@ -224,7 +225,7 @@ fn report(profile: &Profile, nodes: usize) {
         "ms", "%", "runs", "median us"
     );
     let listed = if nodes == 0 { usize::MAX } else { nodes };
-    for e in profile.nodes().into_iter().take(listed) {
+    for e in summary.nodes.into_iter().take(listed) {
         let s = e.own.as_secs_f64();
         eprintln!(
             "{:>10.3} {:>6.1} {:>8} {:>10.1}  {} ({})",

@@ -22,35 +22,41 @@ pub struct Entry {
     pub node: String,
     pub runs: u64,
     pub own: Duration,
-    /// The median of the node's runs' own times (zero in the op totals of [`Profile::ops`]).
+    /// The median of the node's runs' own times (zero in the op totals of [`Summary::ops`]).
     pub median: Duration,
 }
 
-/// A node's entry and each of its runs' own time.
-#[derive(Debug, Default)]
-struct Runs {
-    entry: Entry,
-    each: Vec<Duration>,
-}
-
-impl Runs {
-    /// The entry, with the median of the runs.
-    fn summary(&self) -> Entry {
-        let mut each = self.each.clone();
-        each.sort_unstable();
+impl Entry {
+    /// Node `node`'s entry from each of its runs' own time.
+    fn of(op: &str, node: &str, each: &[Duration]) -> Entry {
+        let mut sorted = each.to_vec();
+        sorted.sort_unstable();
         Entry {
-            median: each.get(each.len() / 2).copied().unwrap_or_default(),
-            ..self.entry.clone()
+            op: op.to_string(),
+            node: node.to_string(),
+            runs: each.len() as u64,
+            own: each.iter().sum(),
+            median: sorted.get(sorted.len() / 2).copied().unwrap_or_default(),
         }
     }
+}
+
+/// What a report prints: the total own time, the time per op type and per node, most first.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub total: Duration,
+    /// Per op type (`node` empty, `median` zero).
+    pub ops: Vec<Entry>,
+    pub nodes: Vec<Entry>,
 }
 
 /// Per-node own time, filled by plans run with a context that carries it.
 #[derive(Debug, Default)]
 pub struct Profile {
-    /// Entries by op, then node: looked up by borrowed names, so charging a step that was
-    /// charged before allocates nothing (its cost would count in the enclosing step's time).
-    by_node: Mutex<HashMap<String, HashMap<String, Runs>>>,
+    /// Each run's own time by op, then node: looked up by borrowed names, so charging a step
+    /// that was charged before allocates nothing (its cost would count in the enclosing
+    /// step's time).
+    by_node: Mutex<HashMap<String, HashMap<String, Vec<Duration>>>>,
 }
 
 impl Profile {
@@ -82,23 +88,11 @@ impl Profile {
             return;
         };
         if !nodes.contains_key(node) {
-            let entry = Entry {
-                op: op.to_string(),
-                node: node.to_string(),
-                ..Entry::default()
-            };
-            let runs = Runs {
-                entry,
-                each: Vec::new(),
-            };
-            nodes.insert(node.to_string(), runs);
+            nodes.insert(node.to_string(), Vec::new());
         }
-        let Some(runs) = nodes.get_mut(node) else {
-            return;
-        };
-        runs.entry.runs += 1;
-        runs.entry.own += own;
-        runs.each.push(own);
+        if let Some(each) = nodes.get_mut(node) {
+            each.push(own);
+        }
     }
 
     /// Every node profiled, most time first, with its median run.
@@ -108,32 +102,36 @@ impl Profile {
             Err(poisoned) => poisoned.into_inner(),
         };
         let mut entries: Vec<Entry> = map
-            .values()
-            .flat_map(|n| n.values().map(Runs::summary))
+            .iter()
+            .flat_map(|(op, nodes)| {
+                nodes
+                    .iter()
+                    .map(move |(node, each)| Entry::of(op, node, each))
+            })
             .collect();
         entries.sort_by(|a, b| b.own.cmp(&a.own).then_with(|| a.node.cmp(&b.node)));
         entries
     }
 
-    /// The nodes' time summed per op type (`node` empty), most time first.
-    pub fn ops(&self) -> Vec<Entry> {
-        let mut by_op: HashMap<String, Entry> = HashMap::new();
-        for entry in self.nodes() {
-            let total = by_op.entry(entry.op.clone()).or_insert_with(|| Entry {
+    /// The nodes, their time summed per op type, and the total (the nodes read once).
+    pub fn summary(&self) -> Summary {
+        let nodes = self.nodes();
+        let mut by_op: HashMap<&str, Entry> = HashMap::new();
+        for entry in &nodes {
+            let total = by_op.entry(&entry.op).or_insert_with(|| Entry {
                 op: entry.op.clone(),
                 ..Entry::default()
             });
             total.runs += entry.runs;
             total.own += entry.own;
         }
-        let mut entries: Vec<Entry> = by_op.into_values().collect();
-        entries.sort_by(|a, b| b.own.cmp(&a.own).then_with(|| a.op.cmp(&b.op)));
-        entries
-    }
-
-    /// The total own time of every step profiled.
-    pub fn total(&self) -> Duration {
-        self.nodes().iter().map(|e| e.own).sum()
+        let mut ops: Vec<Entry> = by_op.into_values().collect();
+        ops.sort_by(|a, b| b.own.cmp(&a.own).then_with(|| a.op.cmp(&b.op)));
+        Summary {
+            total: nodes.iter().map(|e| e.own).sum(),
+            ops,
+            nodes,
+        }
     }
 }
 
@@ -173,7 +171,7 @@ mod tests {
         assert!(stem.own >= Duration::from_millis(37));
         assert!(stem.median >= Duration::from_millis(2));
         assert!(stem.median < Duration::from_millis(30), "{:?}", stem.median);
-        assert_eq!(profile.ops()[0].median, Duration::ZERO);
+        assert_eq!(profile.summary().ops[0].median, Duration::ZERO);
     }
 
     #[test]
@@ -183,10 +181,10 @@ mod tests {
             profile.time("Relu", node, || spin(Duration::from_micros(50)));
         }
         profile.time("Add", "c", || ());
-        let ops = profile.ops();
+        let Summary { total, ops, nodes } = profile.summary();
         assert_eq!(ops[0].op, "Relu");
         assert_eq!(ops[0].runs, 3);
-        assert_eq!(profile.nodes().len(), 3);
-        assert_eq!(profile.total(), ops.iter().map(|e| e.own).sum());
+        assert_eq!(nodes.len(), 3);
+        assert_eq!(total, ops.iter().map(|e| e.own).sum());
     }
 }
