@@ -191,6 +191,54 @@ fn pointwise_convolutions_fuse_over_tiles() {
     check(&layer, &[2, 60, 70, 16], &[2, 60, 70, 24], "_FusedConv2D");
 }
 
+/// A filter the tiled path multiplies by is handed to the fused kernel, which keeps it packed
+/// (the plan keeps no copy of it), for a few rows (a 7x7 output, the AVX-512 block where the
+/// CPU has it), many (the gemm crate a panel at a time) and a grouped input (the filter
+/// rebuilt for the call); a filter Winograd may take stays the plan's.
+#[test]
+fn large_filters_are_kept_packed_by_the_kernel() {
+    for (weights, strides, shapes) in [
+        (
+            [3, 3, 64, 80],
+            2,
+            vec![[1, 15, 15, 64], [2, 40, 41, 64], [1, 9, 9, 128]],
+        ),
+        ([1, 1, 512, 100], 1, vec![[1, 7, 7, 512], [3, 20, 20, 512]]),
+        // Tiles of 256 rows: the gemm crate a panel at a time.
+        ([1, 1, 256, 128], 1, vec![[1, 30, 30, 256]]),
+    ] {
+        let layer = Layer {
+            base: conv("Conv2D", strides, "SAME"),
+            weights: tensor(&weights, 3),
+            rest: vec![("BiasAdd", constant_input()), ("Relu", None)],
+        };
+        let constants = vec![tensor(&[weights[3]], 10), tensor(&[1], 11)];
+        let (nodes, last) = graph(&layer, &constants);
+        let (library, plan) = compile(&nodes, &last);
+        assert_eq!(plan.ops(), vec!["_FusedConv2D"]);
+        assert!(plan.constant_elements() < layer.weights.len());
+        for x_shape in shapes {
+            let out = weights[3];
+            let r = tensor(&[out], 2);
+            let x = tensor(&x_shape, 1);
+            let args = vec![
+                Value::Tensor(Arc::new(x.clone())),
+                Value::Tensor(Arc::new(r.clone())),
+            ];
+            let got = plan.run(&library.context(), &args).unwrap();
+            assert_close(&tensor_of(&got[0]), &reference(&layer, &constants, &x, &r));
+        }
+    }
+    let winograd = Layer {
+        base: conv("Conv2D", 1, "SAME"),
+        weights: tensor(&[3, 3, 64, 80], 3),
+        rest: vec![("BiasAdd", constant_input())],
+    };
+    let (nodes, last) = graph(&winograd, &[tensor(&[80], 10)]);
+    let (_, plan) = compile(&nodes, &last);
+    assert!(plan.constant_elements() > winograd.weights.len());
+}
+
 #[test]
 fn depthwise_convolutions_fuse_with_a_residual() {
     let layer = Layer {

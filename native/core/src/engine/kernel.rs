@@ -24,6 +24,15 @@ pub trait Kernel: Send + Sync {
     fn run_owned(&self, ctx: &RunContext, inputs: &mut [Value]) -> KResult {
         self.run(ctx, inputs)
     }
+
+    /// Offered once, when the plan is compiled, for a constant input that this kernel alone
+    /// reads (`input` is its position): a kernel that keeps the value in a form of its own
+    /// (weights packed for its products) returns true, and from then on ignores what it is
+    /// passed at `input`, since the plan drops its copy of the constant. Without this, a
+    /// prepared copy would sit beside the plan's, doubling the memory of the weights.
+    fn absorb(&mut self, _input: usize, _value: &Value) -> bool {
+        false
+    }
 }
 
 impl<F> Kernel for F

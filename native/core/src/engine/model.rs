@@ -319,15 +319,19 @@ impl Model {
         let mut ctx = self.context();
         ctx.deadline = options.deadline;
         ctx.profile = options.profile;
-        let started = std::time::Instant::now();
-        let run = || signature.plan.run(&ctx, &args);
+        let run = || {
+            let started = std::time::Instant::now();
+            let values = signature.plan.run(&ctx, &args);
+            (values, started.elapsed())
+        };
         let hot = signature.hot.load(Ordering::Relaxed);
-        let values = match hot {
+        let (values, took) = match hot {
             true => workers::run_hot(run),
             false => run(),
         };
-        let next = started.elapsed() >= workers::HOT_AFTER;
-        signature.hot.store(next, Ordering::Relaxed);
+        signature
+            .hot
+            .store(workers::next_hot(hot, took), Ordering::Relaxed);
         let values = values.map_err(|e| named(&signature.name, e))?;
         signature
             .outputs

@@ -79,6 +79,18 @@ impl Plan {
         self.len() == 0
     }
 
+    /// Elements of the constant tensors the plan holds itself (weights no kernel took over):
+    /// what tests of its memory read.
+    pub fn constant_elements(&self) -> usize {
+        self.consts
+            .iter()
+            .map(|c| match c {
+                Value::Tensor(t) => t.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// The ops of the steps, in order (for tests of the optimizer and for profiles).
     pub fn ops(&self) -> Vec<&str> {
         if let Some(frames) = &self.frames {
@@ -224,6 +236,7 @@ impl Plan {
             .map(|s| slot(s, &mut consts, &step_of))
             .collect::<Result<Vec<Slot>>>()?;
         plan_frees(&mut steps, &outputs);
+        absorb_constants(&mut steps, &mut consts, &outputs);
         let functions = called_functions(&ir, library);
         Ok(Plan {
             name: name.to_string(),
@@ -386,6 +399,30 @@ fn called_functions(ir: &Ir, library: &Library) -> Vec<String> {
     functions.sort();
     functions.dedup();
     functions
+}
+
+/// Offers each constant that one input of one step alone reads to that step's kernel
+/// ([`Kernel::absorb`]); one it keeps in its own form is replaced in the plan by an empty
+/// tensor, so that the plan holds the weights once.
+fn absorb_constants(steps: &mut [Step], consts: &mut [Value], outputs: &[Slot]) {
+    let mut readers = vec![0usize; consts.len()];
+    let slots = steps.iter().flat_map(|s| &s.inputs).chain(outputs);
+    for slot in slots {
+        if let Slot::Const(c) = slot {
+            readers[*c] += 1;
+        }
+    }
+    for step in steps.iter_mut() {
+        for (input, slot) in step.inputs.iter().enumerate() {
+            let Slot::Const(c) = *slot else {
+                continue;
+            };
+            if readers[c] == 1 && step.kernel.absorb(input, &consts[c]) {
+                consts[c] =
+                    Value::tensor(crate::tensor::Tensor::from_vec(vec![0], Vec::<f32>::new()));
+            }
+        }
+    }
 }
 
 /// Marks, on each step, the earlier steps whose outputs it is the last to read.

@@ -15,6 +15,7 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use crate::dtype::DType;
+use crate::engine::context::RunContext;
 use crate::engine::fuse::{CHANNEL_AFFINE, FUSED_ACTIVATIONS, SWISH};
 use crate::engine::fuse_scale::INPUT_SCALE;
 use crate::engine::kernel::{boxed, fail, tensor_input, KResult, Kernel, NodeSpec, Registry};
@@ -24,7 +25,7 @@ use crate::kernels::math::fast::{sigmoid, swish, tanh, Fma, Madd, Separate};
 use crate::kernels::nn::gemm::PARALLEL_WORK;
 use crate::kernels::nn::output::{zeroed_chunks, Split};
 use crate::kernels::nn::{
-    conv_fused, conv_out_shape, conv_spec, depthwise_fused, depthwise_out_shape, Spec,
+    conv_fused, conv_out_shape, conv_spec, depthwise_fused, depthwise_out_shape, PackedFilter, Spec,
 };
 use crate::tensor::Tensor;
 
@@ -113,43 +114,98 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
     };
     let post_at = 3 + usize::from(tail.residual);
     let arity = post_at + 2 * usize::from(tail.post) + usize::from(tail.input_scale);
-    let kept: OnceLock<Patterns> = OnceLock::new();
-    Ok(boxed(move |ctx, inputs| {
+    Ok(Box::new(Fused {
+        inner,
+        tail,
+        direct,
+        add,
+        mul,
+        post_at,
+        arity,
+        kept: OnceLock::new(),
+        packed: None,
+    }))
+}
+
+/// A `_Fused*` node: its base op's kernel, the output pass, and, for an NHWC Conv2D whose
+/// filter the plan handed over ([`Kernel::absorb`]), that filter packed for its products.
+struct Fused {
+    inner: Box<dyn Kernel>,
+    tail: Tail,
+    direct: Option<Direct>,
+    add: Option<Box<dyn Kernel>>,
+    mul: Option<Box<dyn Kernel>>,
+    /// Where the post-activation scale and shift inputs start, and how many inputs it takes.
+    post_at: usize,
+    arity: usize,
+    kept: OnceLock<Patterns>,
+    packed: Option<PackedFilter>,
+}
+
+/// The filter a call multiplies by: its input, or the one the kernel keeps packed.
+enum Filter<'a> {
+    Input(Arc<Tensor>),
+    Packed(&'a PackedFilter),
+}
+
+impl Filter<'_> {
+    /// The filter as a tensor (rebuilt from the panels for a call they do not serve).
+    fn tensor(&self) -> Arc<Tensor> {
+        match self {
+            Filter::Input(t) => Arc::clone(t),
+            Filter::Packed(p) => Arc::new(p.tensor()),
+        }
+    }
+}
+
+impl Kernel for Fused {
+    fn run(&self, ctx: &RunContext, inputs: &[Value]) -> KResult {
+        let (tail, arity) = (self.tail, self.arity);
         if inputs.len() != arity {
             return Err(fail(format!("takes {arity} inputs, got {}", inputs.len())));
         }
         let mut constants = vec![tensor_input(inputs, 2)?];
         if tail.post {
             constants.extend([
-                tensor_input(inputs, post_at)?,
-                tensor_input(inputs, post_at + 1)?,
+                tensor_input(inputs, self.post_at)?,
+                tensor_input(inputs, self.post_at + 1)?,
             ]);
         }
         let channels = per_channel(&constants)?;
         let mut fresh = None;
-        let pass = Pass::new(channels, tail, patterns_of(&kept, &mut fresh, &constants));
+        let pass = Pass::new(
+            channels,
+            tail,
+            patterns_of(&self.kept, &mut fresh, &constants),
+        );
         let residual = match tail.residual {
             true => Some(tensor_input(inputs, 3)?),
             false => None,
         };
-        let (x, filter) = (tensor_input(inputs, 0)?, tensor_input(inputs, 1)?);
-        let (x, filter) = match &mul {
-            Some(mul) => {
+        let x = tensor_input(inputs, 0)?;
+        let (x, filter) = match (&self.packed, &self.mul) {
+            (Some(packed), _) => (x, Filter::Packed(packed)),
+            (None, Some(mul)) => {
                 let factors = tensor_input(inputs, arity - 1)?;
-                scaled_input(ctx, mul.as_ref(), [x, factors], filter)?
+                let filter = tensor_input(inputs, 1)?;
+                let (x, filter) = scaled_input(ctx, mul.as_ref(), [x, factors], filter)?;
+                (x, Filter::Input(filter))
             }
-            None => (x, filter),
+            (None, None) => (x, Filter::Input(tensor_input(inputs, 1)?)),
         };
-        if let Some(direct) = &direct {
+        if let Some(direct) = &self.direct {
             if let Some(out) = convolve(direct, &x, &filter, residual.as_deref(), pass)? {
                 return Ok(vec![Value::Tensor(Arc::new(out))]);
             }
         }
-        let mut outputs = inner.run(ctx, &[Value::Tensor(x), Value::Tensor(filter)])?;
+        let filter = filter.tensor();
+        let mut outputs = self
+            .inner
+            .run(ctx, &[Value::Tensor(x), Value::Tensor(filter)])?;
         let Some(Value::Tensor(out)) = outputs.first_mut() else {
             return Err(fail("the base op gave no tensor"));
         };
-        match (residual, &add) {
+        match (residual, &self.add) {
             (Some(r), Some(add)) if r.shape() != out.shape() => {
                 // A residual that broadcasts: bias first, then TensorFlow's Add, then activation.
                 let bias_only = Pass {
@@ -168,7 +224,20 @@ fn fused(node: &NodeSpec) -> Result<Box<dyn Kernel>, String> {
                 Ok(outputs)
             }
         }
-    }))
+    }
+
+    /// Keeps a Conv2D's constant filter packed (when the tiled path would multiply by it):
+    /// not with an input scale, which changes the filter on every call.
+    fn absorb(&mut self, input: usize, value: &Value) -> bool {
+        let (Some(Direct::Conv(spec)), Value::Tensor(filter)) = (&self.direct, value) else {
+            return false;
+        };
+        if input != 1 || self.tail.input_scale {
+            return false;
+        }
+        self.packed = PackedFilter::of(spec, filter);
+        self.packed.is_some()
+    }
 }
 
 /// The output pass of a `_Fused*` node that another kernel runs inside its own loops
@@ -570,16 +639,21 @@ fn tensor_of(outputs: Vec<Value>) -> KResult<Arc<Tensor>> {
 fn convolve(
     direct: &Direct,
     x: &Tensor,
-    filter: &Tensor,
+    filter: &Filter,
     residual: Option<&Tensor>,
     pass: Pass,
 ) -> KResult<Option<Tensor>> {
-    if x.dtype() != DType::Float32 || filter.dtype() != DType::Float32 {
+    let float32 = match filter {
+        Filter::Input(f) => f.dtype() == DType::Float32,
+        Filter::Packed(_) => true,
+    };
+    if x.dtype() != DType::Float32 || !float32 {
         return Ok(None);
     }
-    let shape = match direct {
-        Direct::Conv(spec) => conv_out_shape(spec, x, filter)?,
-        Direct::Depthwise(spec) => depthwise_out_shape(spec, x, filter)?,
+    let shape = match (direct, filter) {
+        (Direct::Conv(spec), Filter::Packed(p)) => p.out_shape(spec, x)?,
+        (Direct::Conv(spec), Filter::Input(f)) => conv_out_shape(spec, x, f)?,
+        (Direct::Depthwise(spec), f) => depthwise_out_shape(spec, x, &f.tensor())?,
     };
     check_bias(pass.channels, shape[3])?;
     let residual = match residual {
@@ -594,9 +668,10 @@ fn convolve(
         let side = residual.map(|r| &r[offset..offset + rows.len()]);
         apply(rows, pass.bias, side, pass.activation, pass.post);
     };
-    let out = match direct {
-        Direct::Conv(spec) => conv_fused(spec, x, filter, &epilogue)?,
-        Direct::Depthwise(spec) => depthwise_fused(spec, x, filter, &epilogue)?,
+    let out = match (direct, filter) {
+        (Direct::Conv(spec), Filter::Packed(p)) => p.conv_fused(spec, x, &epilogue)?,
+        (Direct::Conv(spec), f) => conv_fused(spec, x, &f.tensor(), &epilogue)?,
+        (Direct::Depthwise(spec), f) => depthwise_fused(spec, x, &f.tensor(), &epilogue)?,
     };
     Ok(Some(out))
 }

@@ -7,12 +7,15 @@
 //! input and output channels the direct kernel's (narrow.rs), and a float32 3x3 layer at
 //! stride 1 Winograd's (winograd.rs). NCHW is transposed in and out.
 
+use std::mem::MaybeUninit;
+
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
 use crate::kernels::nn::gemm::{Layout, Product, FEW_ROWS, PARALLEL_WORK};
 use crate::kernels::nn::layout::{to_nchw, to_nhwc};
 use crate::kernels::nn::num::{f32_values, run_num, Num, NumOp};
 use crate::kernels::nn::output::{written_chunks, zeroed_chunks, Split};
+use crate::kernels::nn::panels::Panels;
 use crate::kernels::nn::window::{conv_spec, nhwc, rank4, Axis, Spec};
 use crate::kernels::nn::{depthwise, narrow, winograd};
 use crate::kernels::util::make;
@@ -262,6 +265,24 @@ fn tiling(g: &Geometry) -> (usize, bool) {
     (pixels.div_ceil(rounds * threads).max(1), true)
 }
 
+/// The output's tiles ([`tiling`]), each thread's share of them contiguous.
+fn tile_split(g: &Geometry) -> Split {
+    let (tile, parallel) = tiling(g);
+    let count = g.pixels() * g.o;
+    let tile_len = tile * g.o;
+    let threads = if parallel {
+        rayon::current_num_threads().max(1)
+    } else {
+        1
+    };
+    Split {
+        count,
+        chunk: tile_len,
+        share: count.div_ceil(tile_len).div_ceil(threads) * tile_len,
+        parallel,
+    }
+}
+
 /// GEMM over tiles of output pixels (of the input itself for a pointwise convolution, else of
 /// its patch matrix), `epilogue` run on each tile while it is in cache; in parallel, each thread
 /// takes one contiguous share of the tiles and one patch buffer for all of them.
@@ -271,35 +292,102 @@ fn tiled_product<T: Num>(
     filter: &[T],
     epilogue: Epilogue<T>,
 ) -> KResult<Vec<T>> {
-    let (tile, parallel) = tiling(g);
-    let count = g.pixels() * g.o;
-    let tile_len = tile * g.o;
-    let threads = if parallel {
-        rayon::current_num_threads().max(1)
-    } else {
-        1
-    };
-    let split = Split {
-        count,
-        chunk: tile_len,
-        share: count.div_ceil(tile_len).div_ceil(threads) * tile_len,
-        parallel,
-    };
+    let split = tile_split(g);
     if g.groups > 1 {
         return zeroed_chunks(split, Vec::new, |buffer, first, chunk| {
-            tile_product(g, x, filter, first / g.o, chunk, buffer, !parallel)?;
+            tile_product(g, x, filter, first / g.o, chunk, buffer, !split.parallel)?;
             epilogue(first, chunk);
             Ok(())
         });
     }
-    // One product fills each tile: it writes the tile without zeroing it first.
+    tiles_by(g, x, split, epilogue, &|product, source, chunk, single| {
+        T::product_into(product, source, filter, chunk, single)
+    })
+}
+
+/// Fills one tile of output with its product: `(product, left side, tile, whether the product
+/// may use threads itself)`, the tile returned initialized.
+type Multiply<'a, T> = &'a (dyn for<'c> Fn(&Product, &[T], &'c mut [MaybeUninit<T>], bool) -> KResult<&'c mut [T]>
+         + Sync);
+
+/// The tiles of an ungrouped convolution, each filled by one `multiply` (which writes the tile
+/// without it being zeroed first) and then passed to `epilogue`.
+fn tiles_by<T: Num>(
+    g: &Geometry,
+    x: &[T],
+    split: Split,
+    epilogue: Epilogue<T>,
+    multiply: Multiply<T>,
+) -> KResult<Vec<T>> {
     written_chunks(split, Vec::new, |buffer: &mut Vec<T>, first, chunk| {
         let rows = chunk.len() / g.o;
         let (source, product) = group_product(g, x, 0, first / g.o, rows, buffer);
-        let out = T::product_into(&product, source, filter, chunk, !parallel)?;
+        let out = multiply(&product, source, chunk, !split.parallel)?;
         epilogue(first, out);
         Ok(out)
     })
+}
+
+/// A float32 filter handed over by the plan (engine::kernel's `absorb`) and kept as panels
+/// for the products of the tiled path, so that no call packs it again.
+pub struct PackedFilter {
+    shape: [usize; 4],
+    panels: Panels,
+}
+
+/// The fewest weights worth keeping packed: below this the crate's packing is a small part
+/// of a product.
+const MIN_PACKED: usize = 1 << 15;
+
+impl PackedFilter {
+    /// The filter packed, when it is float32 HWIO with enough weights and `spec`'s convolution
+    /// takes the tiled path whatever the input (neither the narrow direct kernel nor
+    /// Winograd's could take it: both read the filter as it is); else None.
+    pub fn of(spec: &Spec, filter: &Tensor) -> Option<PackedFilter> {
+        let shape: [usize; 4] = filter.shape().try_into().ok()?;
+        let values = filter.values::<f32>()?;
+        let [kh, kw, gi, o] = shape;
+        if spec.channels_first || values.len() < MIN_PACKED {
+            return None;
+        }
+        // Whether either kernel applies depends on the input only through its size, and a
+        // large one is where both would: probe with a 256x256 image.
+        let probe = geometry_of(spec, &[1, 256, 256, gi], &shape).ok()?;
+        if narrow::applies(&probe) || winograd::applies(&probe) {
+            return None;
+        }
+        let panels = Panels::pack(values, kh * kw * gi, o)?;
+        Some(PackedFilter { shape, panels })
+    }
+
+    /// The NHWC output shape for input `x`, with TensorFlow's checks.
+    pub fn out_shape(&self, spec: &Spec, x: &Tensor) -> KResult<[usize; 4]> {
+        Ok(geometry_of(spec, x.shape(), &self.shape)?.out_shape())
+    }
+
+    /// The filter as a tensor again, for a call the panels do not serve.
+    pub fn tensor(&self) -> Tensor {
+        Tensor::from_vec(self.shape.to_vec(), self.panels.matrix())
+    }
+
+    /// [`conv_fused`] by this filter. A grouped call (an input with a multiple of the filter's
+    /// channels) rebuilds the filter first, as it is not kept.
+    pub fn conv_fused(&self, spec: &Spec, x: &Tensor, epilogue: Epilogue<f32>) -> KResult<Tensor> {
+        let g = geometry_of(spec, x.shape(), &self.shape)?;
+        let x = f32_values(x, "input")?;
+        let out = if g.pixels() * g.o == 0 {
+            Vec::new()
+        } else if g.groups > 1 || narrow::applies(&g) || winograd::applies(&g) {
+            convolve(&g, x, &self.panels.matrix(), epilogue)?
+        } else {
+            let split = tile_split(&g);
+            tiles_by(&g, x, split, epilogue, &|product, source, chunk, single| {
+                self.panels
+                    .product(source, product.a, product.m, chunk, single)
+            })?
+        };
+        Ok(Tensor::from_vec(g.out_shape().to_vec(), out))
+    }
 }
 
 /// The output rows of pixels `first..` (as many as `out` holds), group by group.

@@ -7,7 +7,7 @@
 
 use crate::engine::kernel::Registry;
 
-pub use conv::{conv_fused, conv_out_shape, Epilogue};
+pub use conv::{conv_fused, conv_out_shape, Epilogue, PackedFilter};
 pub use depthwise::{depthwise_fused, depthwise_out_shape};
 pub use matmul::{product, Side};
 pub use pool::ZERO_PADDING;
@@ -31,6 +31,7 @@ mod matmul;
 mod narrow;
 mod num;
 pub(crate) mod output;
+pub(crate) mod panels;
 mod pool;
 mod pool3d;
 mod pool_row;
