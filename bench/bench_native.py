@@ -5,9 +5,10 @@ applications and small keras-hub backbones this script exports (random weights, 
 downloaded), the per-call latency at batch 1 and 32 of each engine with default threading (the
 least of three medians, the native engine, TensorFlow and onnxruntime taking turns; the numpy
 engine's one median), and the ratios the issue sets targets for (TensorFlow/native > 1,
-onnxruntime/native >= 1 at batch 1 and >= 0.8 at batch 32); then the time from a fresh process to the first result (the
-`savedmodel-run` binary, and Python import + load + first call against TensorFlow's), and the
-peak memory of loading and running ResNet50 against its weights' size. Nothing is asserted.
+onnxruntime/native >= 1 at batch 1 and >= 0.8 at batch 32); then the time from a fresh
+process to the first result (the `savedmodel-run` binary, and Python import + load + first
+call against TensorFlow's), and the peak memory of loading and running ResNet50 against its
+weights' size. Nothing is asserted.
 
 Usage: python bench/bench_native.py [--repeats N] [--quick]   (needs the `bench` extra;
 keras-hub for the transformer backbones). --quick: only the tests/data models.
@@ -107,9 +108,7 @@ def least_of_rounds(calls: dict, repeats: int, rounds: int = 3) -> dict:
     """Each engine's time as the least of `rounds` medians, the engines taking turns (native,
     TensorFlow, onnxruntime, native again, ...), each median over a share of `repeats` calls.
     On a shared machine a few seconds of someone else's work slow whichever engine is timed
-    then: measured one after another, a ratio between engines moved by half between runs
-    (attention at batch 32: 1.12 then 0.59, the numpy engine's time up by half in the same
-    row). Taking turns gives each engine a share of the quiet spells, and the least median is
+    then; taking turns gives each engine a share of the quiet spells, and the least median is
     the one the machine disturbed least."""
     share = max(5, repeats // rounds)
     best = {name: float("inf") for name in calls}

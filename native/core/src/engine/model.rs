@@ -331,7 +331,7 @@ impl Model {
         };
         signature
             .hot
-            .store(workers::next_hot(hot, took), Ordering::Relaxed);
+            .store(workers::next_hot(took), Ordering::Relaxed);
         let values = values.map_err(|e| named(&signature.name, e))?;
         signature
             .outputs

@@ -24,19 +24,16 @@ use std::time::{Duration, Instant};
 /// neither gains nor loses; a 0.1 ms LSTM call loses 0.05 ms).
 pub const HOT_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
 
-/// Whether a signature's next call runs hot, from whether this one did and how long its plan
-/// took (the plan alone: handing a call to the pool and waking it is not the model's time).
-/// A plan runs hot from [`HOT_AFTER`] on and stays hot until it takes under three quarters of
-/// it, so that one that runs a little faster hot does not flip at every call. Timing the whole
-/// call, hand-over included, made a 0.1 ms plan bistable: one call stalled past 0.2 ms (a
-/// busy host) sent the next to the pool, whose hand-over then kept every later call over 0.2
-/// ms (the attention fixture at batch 32: 0.095 ms a call cold, 0.14-0.18 ms stuck hot, in one
-/// process out of two after TensorFlow loaded ResNet50 beside it).
-pub fn next_hot(hot: bool, took: Duration) -> bool {
-    match hot {
-        true => took >= HOT_AFTER * 3 / 4,
-        false => took >= HOT_AFTER,
-    }
+/// Whether a signature's next call runs hot: when its plan took at least [`HOT_AFTER`] on
+/// this call, timed alone (handing the call to the pool and waking it are not the model's
+/// time). Timing the whole call, hand-over included, made a 0.1 ms plan bistable: one call
+/// stalled past 0.2 ms sent the next to the pool, where the plan itself ran slower (0.14-0.19
+/// ms, the attention fixture at batch 32, against 0.093 on the calling thread) and the
+/// hand-over on top kept every later call over 0.2 ms, in one process out of two after
+/// TensorFlow had loaded ResNet50 beside it. Keeping a plan hot until it took under three
+/// quarters of the threshold did not help: that plan ran at 0.15-0.19 ms hot.
+pub fn next_hot(took: Duration) -> bool {
+    took >= HOT_AFTER
 }
 
 /// `body` on a rayon worker, with the pool's other workers taking its parallel work as soon
@@ -168,12 +165,9 @@ mod tests {
     }
 
     #[test]
-    fn plans_enter_hot_at_the_threshold_and_leave_below_three_quarters_of_it() {
-        let us = Duration::from_micros;
-        assert!(!next_hot(false, us(199)));
-        assert!(next_hot(false, us(200)));
-        assert!(next_hot(true, us(150)));
-        assert!(!next_hot(true, us(149)));
+    fn plans_run_hot_after_a_call_of_at_least_the_threshold() {
+        assert!(!next_hot(Duration::from_micros(199)));
+        assert!(next_hot(Duration::from_micros(200)));
     }
 
     #[test]
