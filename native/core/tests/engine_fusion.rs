@@ -239,6 +239,42 @@ fn large_filters_are_kept_packed_by_the_kernel() {
     assert!(plan.constant_elements() > winograd.weights.len());
 }
 
+/// Plans compiled together (a model's signatures) hand their filters over together: each
+/// keeps none of its own, and both still give the unfused graph's outputs.
+#[test]
+fn plans_compiled_together_hand_their_filters_over_together() {
+    let layer = Layer {
+        base: conv("Conv2D", 1, "VALID"),
+        weights: tensor(&[1, 1, 512, 100], 3),
+        rest: vec![("BiasAdd", constant_input())],
+    };
+    let constants = vec![tensor(&[100], 10)];
+    let (nodes, last) = graph(&layer, &constants);
+    let library = Library::new(None, &[], registry(), FileAccess::default());
+    let body = graph_body(&nodes, library.op_defs()).unwrap();
+    let request = Request {
+        feeds: &[Src::Node("x".into(), 0), Src::Node("r".into(), 0)],
+        fetches: &[Src::Node(last.clone(), 0)],
+        targets: &[],
+        keep_stateful: false,
+    };
+    let compile = || Plan::compile_holding("graph", &body, &request, &library).unwrap();
+    let (mut first, mut second) = (compile(), compile());
+    assert!(first.constant_elements() > layer.weights.len());
+    Plan::absorb_together(&mut [&mut first, &mut second]);
+    let (x, r) = (tensor(&[1, 7, 7, 512], 1), tensor(&[100], 2));
+    let want = reference(&layer, &constants, &x, &r);
+    for plan in [&first, &second] {
+        assert!(plan.constant_elements() < layer.weights.len());
+        let args = vec![
+            Value::Tensor(Arc::new(x.clone())),
+            Value::Tensor(Arc::new(r.clone())),
+        ];
+        let got = plan.run(&library.context(), &args).unwrap();
+        assert_close(&tensor_of(&got[0]), &want);
+    }
+}
+
 #[test]
 fn depthwise_convolutions_fuse_with_a_residual() {
     let layer = Layer {

@@ -687,11 +687,14 @@ impl Model {
         let mut sorted: Vec<(&String, &SignatureDef)> =
             self.meta_graph.signature_def.iter().collect();
         sorted.sort_by_key(|(name, _)| name.as_str());
-        sorted
+        let mut signatures = sorted
             .into_iter()
             .filter(|(name, _)| *name != INIT_OP_SIGNATURE)
             .map(|(name, def)| Signature::compile(name, def, body, &self.library))
-            .collect()
+            .collect::<Result<Vec<Signature>>>()?;
+        let mut plans: Vec<&mut Plan> = signatures.iter_mut().map(|s| &mut s.plan).collect();
+        Plan::absorb_together(&mut plans);
+        Ok(signatures)
     }
 
     /// Runs the top-level graph: `feeds` in, `fetches` out, after `targets`.
@@ -1139,7 +1142,8 @@ impl Signature {
             targets: &[],
             keep_stateful: false,
         };
-        let plan = Plan::compile("graph", body, &request, library).map_err(|e| named(name, e))?;
+        let plan =
+            Plan::compile_holding("graph", body, &request, library).map_err(|e| named(name, e))?;
         Ok(Signature {
             name: name.into(),
             method_name: def.method_name.clone(),

@@ -8,6 +8,7 @@
 //! use, so a call holds only the tensors still needed.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::engine::attrs::Attrs;
 use crate::engine::context::RunContext;
@@ -17,6 +18,7 @@ use crate::engine::kernel::{fail, KResult, Kernel, NodeSpec};
 use crate::engine::library::Library;
 use crate::engine::value::Value;
 use crate::error::{Error, MissingOp, Result};
+use crate::tensor::Tensor;
 
 /// Where a step's input or a plan's output is read from.
 #[derive(Clone, Copy, Debug)]
@@ -99,7 +101,23 @@ impl Plan {
         self.steps.iter().map(|s| s.op.as_str()).collect()
     }
 
+    /// Compiles the body for `request`; kernels take over the constants they keep in their own
+    /// form ([`Plan::absorb_together`]).
     pub fn compile(name: &str, body: &Body, request: &Request, library: &Library) -> Result<Plan> {
+        let mut plan = Self::compile_holding(name, body, request, library)?;
+        Self::absorb_together(&mut [&mut plan]);
+        Ok(plan)
+    }
+
+    /// [`Plan::compile`] with every constant kept by the plan: for plans compiled together
+    /// that fold the same weights (a model's signatures; Keras exports `serve` and
+    /// `serving_default` over one function), which then hand them to their kernels together.
+    pub fn compile_holding(
+        name: &str,
+        body: &Body,
+        request: &Request,
+        library: &Library,
+    ) -> Result<Plan> {
         let mut ir = ir::build(
             body,
             request.feeds,
@@ -236,7 +254,6 @@ impl Plan {
             .map(|s| slot(s, &mut consts, &step_of))
             .collect::<Result<Vec<Slot>>>()?;
         plan_frees(&mut steps, &outputs);
-        absorb_constants(&mut steps, &mut consts, &outputs);
         let functions = called_functions(&ir, library);
         Ok(Plan {
             name: name.to_string(),
@@ -248,6 +265,57 @@ impl Plan {
             functions,
             frames: None,
         })
+    }
+
+    /// Offers each constant tensor that one input of one step alone reads, in its plan, to
+    /// that step's kernel ([`Kernel::absorb`]); a plan whose kernel keeps it in its own form
+    /// replaces it with an empty tensor, so the weights are held once. A tensor several of
+    /// `plans` fold (the same `Arc`) goes to each of their kernels in turn before the next
+    /// one, so that it is freed as soon as the last lets go of it: one filter at a time
+    /// beside its packed copy, where handing over one plan's constants at a time would hold
+    /// every packed copy beside every original until the last plan's turn.
+    pub fn absorb_together(plans: &mut [&mut Plan]) {
+        let mut order: Vec<usize> = Vec::new();
+        let mut readers_of: HashMap<usize, Vec<(usize, usize, usize, usize)>> = HashMap::new();
+        for (p, plan) in plans.iter().enumerate() {
+            let mut readers = vec![0usize; plan.consts.len()];
+            let slots = plan
+                .steps
+                .iter()
+                .flat_map(|s| &s.inputs)
+                .chain(&plan.outputs);
+            for slot in slots {
+                if let Slot::Const(c) = slot {
+                    readers[*c] += 1;
+                }
+            }
+            for (s, step) in plan.steps.iter().enumerate() {
+                for (input, slot) in step.inputs.iter().enumerate() {
+                    let Slot::Const(c) = *slot else {
+                        continue;
+                    };
+                    let Value::Tensor(t) = &plan.consts[c] else {
+                        continue;
+                    };
+                    if readers[c] == 1 {
+                        let key = Arc::as_ptr(t) as usize;
+                        let group = readers_of.entry(key).or_default();
+                        if group.is_empty() {
+                            order.push(key);
+                        }
+                        group.push((p, s, input, c));
+                    }
+                }
+            }
+        }
+        for key in order {
+            for &(p, s, input, c) in &readers_of[&key] {
+                let Plan { steps, consts, .. } = &mut *plans[p];
+                if steps[s].kernel.absorb(input, &consts[c]) {
+                    consts[c] = Value::tensor(Tensor::from_vec(vec![0], Vec::<f32>::new()));
+                }
+            }
+        }
     }
 
     /// The plan of a graph with TensorFlow 1 control flow: run by engine::frames.
@@ -399,30 +467,6 @@ fn called_functions(ir: &Ir, library: &Library) -> Vec<String> {
     functions.sort();
     functions.dedup();
     functions
-}
-
-/// Offers each constant that one input of one step alone reads to that step's kernel
-/// ([`Kernel::absorb`]); one it keeps in its own form is replaced in the plan by an empty
-/// tensor, so that the plan holds the weights once.
-fn absorb_constants(steps: &mut [Step], consts: &mut [Value], outputs: &[Slot]) {
-    let mut readers = vec![0usize; consts.len()];
-    let slots = steps.iter().flat_map(|s| &s.inputs).chain(outputs);
-    for slot in slots {
-        if let Slot::Const(c) = slot {
-            readers[*c] += 1;
-        }
-    }
-    for step in steps.iter_mut() {
-        for (input, slot) in step.inputs.iter().enumerate() {
-            let Slot::Const(c) = *slot else {
-                continue;
-            };
-            if readers[c] == 1 && step.kernel.absorb(input, &consts[c]) {
-                consts[c] =
-                    Value::tensor(crate::tensor::Tensor::from_vec(vec![0], Vec::<f32>::new()));
-            }
-        }
-    }
 }
 
 /// Marks, on each step, the earlier steps whose outputs it is the last to read.

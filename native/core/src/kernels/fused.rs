@@ -139,7 +139,7 @@ struct Fused {
     post_at: usize,
     arity: usize,
     kept: OnceLock<Patterns>,
-    packed: Option<PackedFilter>,
+    packed: Option<Arc<PackedFilter>>,
 }
 
 /// The filter a call multiplies by: its input, or the one the kernel keeps packed.

@@ -8,6 +8,7 @@
 //! stride 1 Winograd's (winograd.rs). NCHW is transposed in and out.
 
 use std::mem::MaybeUninit;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::dtype::DType;
 use crate::engine::kernel::{boxed, fail, one, tensor_input, KResult, Kernel, NodeSpec};
@@ -335,6 +336,13 @@ pub struct PackedFilter {
     panels: Panels,
 }
 
+/// The filters packed and still in use, for the next plan that holds one of them: each of a
+/// model's signatures inlines and folds its layers into a plan of its own (Keras exports
+/// `serve` and `serving_default`, both calling one function), and the plans share one packed
+/// copy of equal weights, as they shared the folded tensor before handing it over. Found by
+/// shape and then every value (bit for bit), so only equal weights are shared.
+static PACKED: Mutex<Vec<Weak<PackedFilter>>> = Mutex::new(Vec::new());
+
 /// The fewest weights worth keeping packed: below this the crate's packing is a small part
 /// of a product.
 const MIN_PACKED: usize = 1 << 15;
@@ -343,7 +351,7 @@ impl PackedFilter {
     /// The filter packed, when it is float32 HWIO with enough weights and `spec`'s convolution
     /// takes the tiled path whatever the input (neither the narrow direct kernel nor
     /// Winograd's could take it: both read the filter as it is); else None.
-    pub fn of(spec: &Spec, filter: &Tensor) -> Option<PackedFilter> {
+    pub fn of(spec: &Spec, filter: &Tensor) -> Option<Arc<PackedFilter>> {
         let shape: [usize; 4] = filter.shape().try_into().ok()?;
         let values = filter.values::<f32>()?;
         let [kh, kw, gi, o] = shape;
@@ -356,8 +364,16 @@ impl PackedFilter {
         if narrow::applies(&probe) || winograd::applies(&probe) {
             return None;
         }
+        let mut packed = PACKED.lock().unwrap_or_else(PoisonError::into_inner);
+        packed.retain(|p| p.strong_count() > 0);
+        let same = |p: &Arc<PackedFilter>| p.shape == shape && p.panels.holds(values);
+        if let Some(found) = packed.iter().filter_map(Weak::upgrade).find(same) {
+            return Some(found);
+        }
         let panels = Panels::pack(values, kh * kw * gi, o)?;
-        Some(PackedFilter { shape, panels })
+        let made = Arc::new(PackedFilter { shape, panels });
+        packed.push(Arc::downgrade(&made));
+        Some(made)
     }
 
     /// The NHWC output shape for input `x`, with TensorFlow's checks.
@@ -715,6 +731,26 @@ mod tests {
                 );
             }
         });
+    }
+
+    #[test]
+    fn equal_filters_share_one_packed_copy_and_others_do_not() {
+        let f32_filter = |shape: &[usize], seed: u64| {
+            Tensor::from_vec(shape.to_vec(), single(&tensor(shape, seed)))
+        };
+        let same = spec(Padding::Same, 2);
+        let (a, b) = (
+            f32_filter(&[3, 3, 64, 64], 1),
+            f32_filter(&[3, 3, 64, 64], 1),
+        );
+        let first = PackedFilter::of(&same, &a).unwrap();
+        assert!(Arc::ptr_eq(&first, &PackedFilter::of(&same, &b).unwrap()));
+        let other = PackedFilter::of(&same, &f32_filter(&[3, 3, 64, 64], 2)).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(first.tensor().values::<f32>(), a.values::<f32>());
+        // Too few weights, and a filter Winograd may take at stride 1: left to the plan.
+        assert!(PackedFilter::of(&same, &f32_filter(&[1, 1, 64, 64], 1)).is_none());
+        assert!(PackedFilter::of(&spec(Padding::Same, 1), &a).is_none());
     }
 
     #[test]

@@ -85,6 +85,29 @@ impl Panels {
         out
     }
 
+    /// Whether these are the panels of the row-major k × n `matrix`, bit for bit (without
+    /// unpacking them).
+    pub fn holds(&self, matrix: &[f32]) -> bool {
+        if matrix.len() != self.k * self.n {
+            return false;
+        }
+        (0..self.n.div_ceil(WIDTH)).all(|p| {
+            let (start, width) = (p * WIDTH, self.width(p));
+            let cols = WIDTH.min(self.n - start);
+            let panel = &self.data[self.offset(p)..self.offset(p) + self.k * width];
+            matrix
+                .chunks_exact(self.n)
+                .zip(panel.chunks_exact(width))
+                .all(|(row, values)| {
+                    let ours = &values[..cols];
+                    row[start..start + cols]
+                        .iter()
+                        .zip(ours)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+                })
+        })
+    }
+
     /// Panel `p`'s width in the packed data: 64, or the last panel's columns rounded up to
     /// whole vectors.
     fn width(&self, p: usize) -> usize {
@@ -451,6 +474,10 @@ mod tests {
             let b = values(k * n, 7);
             let panels = Panels::pack(&b, k, n).unwrap();
             assert_eq!(panels.matrix(), b);
+            assert!(panels.holds(&b));
+            let mut other = b.clone();
+            other[k * n - 1] = -other[k * n - 1] - 1.0;
+            assert!(!panels.holds(&other) && !panels.holds(&b[1..]));
             // Rows further apart than k, from an offset: a strided view of a larger buffer.
             let layout = Layout {
                 offset: 3,
